@@ -1,0 +1,58 @@
+"""The `hdlc` command line: one subcommand per module in `qwengpu.commands`.
+
+Each command module exposes `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`.
+User mistakes (`UserError`) print located messages and exit 1; internal errors print a
+traceback and exit 70.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+from qwengpu.errors import UserError
+
+COMMAND_MODULES = ["check", "sim", "run", "compile", "graph", "passes", "launch", "decode",
+                   "splice"]
+
+
+def _load_commands():
+    for name in COMMAND_MODULES:
+        try:
+            yield importlib.import_module(f"qwengpu.commands.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"qwengpu.commands.{name}":
+                raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hdlc", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in _load_commands():
+        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except UserError as error:
+        print(error.render(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception:  # noqa: BLE001 - a compiler bug: show everything
+        traceback.print_exc()
+        print("hdlc: internal error (a bug in the compiler, not in your input)", file=sys.stderr)
+        return 70
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per `hdlc` subcommand (see qwengpu.cli)."""

@@ -1,0 +1,72 @@
+"""User-facing errors: a mistake in a spec, a kernel or a launch, with where it happened.
+
+A `UserError` is printed by the CLI as `file:line:col: error: message`, then the source line
+and a caret, and the CLI exits 1.  Anything else that escapes is a compiler bug: the CLI
+prints the traceback and exits 70.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a source file; line and column count from 1."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line and self.column:
+            return f"{self.file}:{self.line}:{self.column}"
+        if self.line:
+            return f"{self.file}:{self.line}"
+        return self.file
+
+
+class UserError(Exception):
+    """A mistake in the user's input.  `loc` may be None when there is no source to point at."""
+
+    kind = "error"
+
+    def __init__(self, message: str, loc: Location | None = None, source: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+        self.source = source
+
+    def render(self) -> str:
+        head = f"{self.loc}: {self.kind}: {self.message}" if self.loc else f"{self.kind}: {self.message}"
+        text = self.source
+        if text is None and self.loc and self.loc.line:
+            try:
+                with open(self.loc.file, encoding="utf-8") as handle:
+                    text = handle.read()
+            except OSError:
+                text = None
+        if text is None or not (self.loc and self.loc.line):
+            return head
+        lines = text.splitlines()
+        if not 0 < self.loc.line <= len(lines):
+            return head
+        line = lines[self.loc.line - 1]
+        caret = " " * max(self.loc.column - 1, 0) + "^"
+        return f"{head}\n{line}\n{caret}"
+
+
+class HdlError(UserError):
+    """A mistake in an HDL spec."""
+
+
+class PtxError(UserError):
+    """PTX that is malformed or uses something the machine does not support."""
+
+
+class LaunchError(UserError):
+    """A launch file that is malformed, or a kernel that does not fit the machine."""
+
+
+class CapacityError(UserError):
+    """Something does not fit: registers, memory, instructions, layers, dims, units."""
