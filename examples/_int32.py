@@ -1,0 +1,260 @@
+"""32-bit integer helpers for the example models, with CUDA C semantics, and the grid loop.
+
+The models in `examples/*/model.py` are plain-Python readings of each `kernel.cu`: one
+function per thread, run for every (blockIdx, threadIdx) of the launch.  They never use the
+project's own code.  Conventions:
+
+- an `int` variable of the kernel is a Python int in [-2**31, 2**31); an `unsigned` variable
+  is a Python int in [0, 2**32).  `to_signed` / `to_unsigned` are the C conversions.
+- signed `+ - *` in C is undefined on overflow, so `sadd`, `ssub`, `smul`, `sneg` raise
+  `SignedOverflow` instead of wrapping: an example whose data overflowed signed arithmetic
+  would be a broken example, not a test.  Unsigned arithmetic wraps (`uadd`, `usub`, `umul`).
+- shifts follow C: the count must be in 0..31 (anything else is undefined in C and raises).
+  `shl` works on the bits and returns them unsigned; `shr_s` is the arithmetic shift of an
+  int, `shr_u` the logical shift of an unsigned.
+- a pointer argument is a `Buffer`: indexing it reads a signed 32-bit word; storing wraps the
+  value to 32 bits.  An index outside the buffer raises `AddressFault` (the examples only ever
+  leave their buffer in `out_of_bounds`, which goes past all 126 words of memory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+MASK32 = 0xFFFF_FFFF
+INT_MIN = -(2**31)
+INT_MAX = 2**31 - 1
+UINT_MAX = 2**32 - 1
+
+
+class SignedOverflow(ArithmeticError):
+    """Signed 32-bit overflow: undefined behaviour in C, so the example's data is wrong."""
+
+
+class AddressFault(IndexError):
+    """A load or store outside its buffer."""
+
+
+class UndefinedShift(ValueError):
+    """A shift count outside 0..31 (undefined in C)."""
+
+
+# --- conversions --------------------------------------------------------------------------
+
+def wrap(x: int) -> int:
+    """Reduce to 32 bits, as an unsigned value in [0, 2**32)."""
+    return x & MASK32
+
+
+to_unsigned = wrap
+
+
+def to_signed(x: int) -> int:
+    """Reduce to 32 bits, read as two's complement: [-2**31, 2**31)."""
+    x &= MASK32
+    return x - (1 << 32) if x & 0x8000_0000 else x
+
+
+def _check_signed(x: int, what: str) -> int:
+    if not INT_MIN <= x <= INT_MAX:
+        raise SignedOverflow(f"signed overflow in {what}: {x}")
+    return x
+
+
+# --- arithmetic ---------------------------------------------------------------------------
+
+def sadd(a: int, b: int) -> int:
+    return _check_signed(a + b, "int +")
+
+
+def ssub(a: int, b: int) -> int:
+    return _check_signed(a - b, "int -")
+
+
+def smul(a: int, b: int) -> int:
+    return _check_signed(a * b, "int *")
+
+
+def sneg(a: int) -> int:
+    return _check_signed(-a, "int unary -")
+
+
+def uadd(a: int, b: int) -> int:
+    return wrap(a + b)
+
+
+def usub(a: int, b: int) -> int:
+    return wrap(a - b)
+
+
+def umul(a: int, b: int) -> int:
+    return wrap(a * b)
+
+
+def sdiv(a: int, b: int) -> int:
+    """C int division: truncates towards zero."""
+    if b == 0:
+        raise ZeroDivisionError("int division by zero")
+    q = abs(a) // abs(b)
+    q = q if (a >= 0) == (b >= 0) else -q
+    return _check_signed(q, "int /")
+
+
+def srem(a: int, b: int) -> int:
+    """C int remainder: takes the sign of the dividend."""
+    return a - sdiv(a, b) * b
+
+
+def udiv(a: int, b: int) -> int:
+    return wrap(a) // wrap(b)
+
+
+def urem(a: int, b: int) -> int:
+    return wrap(a) % wrap(b)
+
+
+def mulhi_s(a: int, b: int) -> int:
+    """__mulhi: high 32 bits of the 64-bit signed product."""
+    return to_signed((to_signed(a) * to_signed(b)) >> 32)
+
+
+def mulhi_u(a: int, b: int) -> int:
+    """__umulhi: high 32 bits of the 64-bit unsigned product."""
+    return (wrap(a) * wrap(b)) >> 32
+
+
+def mul_wide_s(a: int, b: int) -> int:
+    """(long long)a * b: the exact signed 64-bit product."""
+    return to_signed(a) * to_signed(b)
+
+
+def mul_wide_u(a: int, b: int) -> int:
+    """(unsigned long long)a * b: the exact unsigned 64-bit product."""
+    return wrap(a) * wrap(b)
+
+
+def lo32(x: int) -> int:
+    """(unsigned) of a 64-bit value: its low word."""
+    return wrap(x)
+
+
+def hi32(x: int) -> int:
+    """(unsigned)(x >> 32) of a 64-bit value (arithmetic shift for signed x): its high word."""
+    return wrap(x >> 32)
+
+
+# --- shifts and bits ----------------------------------------------------------------------
+
+def _count(k: int) -> int:
+    if not 0 <= k <= 31:
+        raise UndefinedShift(f"shift by {k}")
+    return k
+
+
+def shl(x: int, k: int) -> int:
+    """x << k on a 32-bit word; returns the bits as unsigned (use to_signed for an int)."""
+    return wrap(wrap(x) << _count(k))
+
+
+def shr_u(x: int, k: int) -> int:
+    """(unsigned)x >> k: logical shift."""
+    return wrap(x) >> _count(k)
+
+
+def shr_s(x: int, k: int) -> int:
+    """(int)x >> k: arithmetic shift (nvcc's meaning of >> on a negative int)."""
+    return to_signed(x) >> _count(k)
+
+
+def rotl(x: int, k: int) -> int:
+    """Rotate the 32-bit word left by k mod 32; unsigned result."""
+    k &= 31
+    x = wrap(x)
+    return wrap((x << k) | (x >> (32 - k))) if k else x
+
+
+def rotr(x: int, k: int) -> int:
+    return rotl(x, (32 - (k & 31)) & 31)
+
+
+def band(a: int, b: int) -> int:
+    return wrap(a) & wrap(b)
+
+
+def bor(a: int, b: int) -> int:
+    return wrap(a) | wrap(b)
+
+
+def bxor(a: int, b: int) -> int:
+    return wrap(a) ^ wrap(b)
+
+
+def bnot(a: int) -> int:
+    return wrap(~a)
+
+
+# --- memory and the grid ------------------------------------------------------------------
+
+class Buffer:
+    """A global-memory buffer of 32-bit words, seen through an `int *` / `unsigned *`."""
+
+    def __init__(self, name: str, words: list[int]):
+        self.name = name
+        self.words = [to_signed(w) for w in words]
+
+    def _index(self, i: int) -> int:
+        if not isinstance(i, int) or not 0 <= i < len(self.words):
+            raise AddressFault(f"{self.name}[{i}] is outside its {len(self.words)} words")
+        return i
+
+    def __getitem__(self, i: int) -> int:
+        """The word as an int (use to_unsigned for an unsigned pointer)."""
+        return self.words[self._index(i)]
+
+    def __setitem__(self, i: int, value: int) -> None:
+        self.words[self._index(i)] = to_signed(value)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+@dataclass(frozen=True)
+class Thread:
+    """The special registers of one CUDA thread (x dimension only)."""
+
+    threadIdx: int
+    blockIdx: int
+    blockDim: int
+    gridDim: int
+
+
+def _one_pass(launch: dict, thread_fn: Callable, order: str) -> dict:
+    buffers = {name: Buffer(name, words) for name, words in launch["buffers"].items()}
+    args = []
+    for arg in launch["args"]:
+        if isinstance(arg, str):
+            args.append(buffers[arg])
+        else:
+            args.append(to_signed(arg))
+    grid, block = launch["grid"], launch["block"]
+    threads = [(b, t) for b in range(grid) for t in range(block)]
+    if order == "reverse":
+        threads.reverse()
+    for b, t in threads:
+        thread_fn(Thread(t, b, block, grid), *args)
+    return {name: buf.words for name, buf in buffers.items()}
+
+
+def run_grid(launch: dict, thread_fn: Callable) -> dict:
+    """Run `thread_fn(thread, *args)` for every thread of the launch; return the final
+    buffers as {"buffers": {name: [int32...]}}.
+
+    CUDA gives no order between threads, so the grid is run twice, threads in forward and in
+    reverse order; the examples are race-free, so both must agree (a disagreement means the
+    kernel has a race and is not a valid example)."""
+    forward = _one_pass(launch, thread_fn, "forward")
+    backward = _one_pass(launch, thread_fn, "reverse")
+    if forward != backward:
+        raise AssertionError("the result depends on thread order: the kernel has a race")
+    return {"buffers": forward}
