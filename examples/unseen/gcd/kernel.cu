@@ -1,5 +1,6 @@
 // Greatest common divisor by repeated subtraction (no division), bounded by a step limit.
-extern "C" __global__ void gcd(const unsigned *a, const unsigned *b, unsigned *g, int *steps, int limit)
+// out[2t] is the result, out[2t + 1] the number of subtraction steps.
+extern "C" __global__ void gcd(const unsigned *a, const unsigned *b, unsigned *out, int limit)
 {
     int t = threadIdx.x;
     unsigned x = a[t];
@@ -12,6 +13,6 @@ extern "C" __global__ void gcd(const unsigned *a, const unsigned *b, unsigned *g
             y -= x;
         s++;
     }
-    g[t] = x;
-    steps[t] = s;
+    out[2 * t] = x;
+    out[2 * t + 1] = (unsigned)s;
 }

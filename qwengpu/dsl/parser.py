@@ -1,0 +1,318 @@
+"""Parse HDL source text into the syntax tree of `qwengpu.dsl.ast`.
+
+The grammar is `hdl.lark` next to this file (LALR, positions propagated).  Lark's own errors
+become `HdlError`s that point at the offending character, and a `VisitError` raised while
+building the tree is unwrapped, so callers only ever see `HdlError` for bad input.  A comment
+at the end of a `param`, `const`, `memory` or `register` line is kept as that declaration's
+`doc` (`hdlc check` prints it).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
+
+from qwengpu.dsl import ast
+from qwengpu.errors import HdlError, Location
+
+GRAMMAR_PATH = Path(__file__).with_name("hdl.lark")
+
+# Comments seen by the lexer during the current parse (Lark ignores them otherwise).
+_comments: list[Token] = []
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr",
+                propagate_positions=True, maybe_placeholders=False,
+                lexer_callbacks={"COMMENT": _comments.append})
+
+
+def parse_number(text: str) -> int:
+    """An HDL integer literal: decimal, `0x` hex or `0b` binary, `_` allowed between digits."""
+    digits = text.replace("_", "")
+    prefix = digits[:2].lower()
+    if prefix == "0x":
+        return int(digits[2:], 16)
+    if prefix == "0b":
+        return int(digits[2:], 2)
+    return int(digits, 10)
+
+
+def _describe_terminal(name: str) -> str:
+    if name == "$END":
+        return "end of file"
+    try:
+        pattern = _lark().get_terminal(name).pattern
+    except KeyError:
+        return name.lower()
+    if pattern.type == "str":
+        return f"'{pattern.value}'"
+    return {"NAME": "a name", "NUMBER": "a number", "STRING": "a string"}.get(
+        name, name.lower().replace("_", " "))
+
+
+def _expected_text(expected) -> str:
+    described = sorted({_describe_terminal(name) for name in expected})
+    if len(described) > 8:
+        described = described[:8] + ["..."]
+    return ", ".join(described)
+
+
+def _syntax_error(error: UnexpectedInput, file: str, source: str) -> HdlError:
+    loc = Location(file, getattr(error, "line", 0) or 0, getattr(error, "column", 0) or 0)
+    if isinstance(error, UnexpectedCharacters):
+        char = source[error.pos_in_stream] if error.pos_in_stream < len(source) else "?"
+        message = f"unexpected character {char!r}"
+    elif isinstance(error, UnexpectedEOF):
+        lines = source.splitlines() or [""]
+        loc = Location(file, len(lines), len(lines[-1]) + 1)
+        message = f"unexpected end of file; expected {_expected_text(error.expected)}"
+    else:
+        token = error.token
+        shown = "end of file" if token.type == "$END" else repr(str(token))
+        message = f"unexpected {shown}; expected {_expected_text(error.expected)}"
+        if token.type == "$END":
+            lines = source.splitlines() or [""]
+            loc = Location(file, len(lines), len(lines[-1]) + 1)
+    return HdlError(message, loc, source)
+
+
+class _ToAst(Transformer):
+    """Lark tree -> `qwengpu.dsl.ast` nodes (one method per grammar rule)."""
+
+    def __init__(self, file: str, docs: dict[int, str]):
+        super().__init__()
+        self.file = file
+        self.docs = docs
+
+    def _loc(self, meta) -> Location:
+        return Location(self.file, getattr(meta, "line", 0), getattr(meta, "column", 0))
+
+    def _token_loc(self, token: Token) -> Location:
+        return Location(self.file, token.line, token.column)
+
+    def _doc(self, meta) -> str | None:
+        return self.docs.get(getattr(meta, "end_line", -1))
+
+    # ---- declarations
+    @v_args(meta=True)
+    def start(self, meta, items):
+        return tuple(items)
+
+    @v_args(meta=True)
+    def machine_decl(self, meta, children):
+        return ast.MachineDecl(str(children[0]), self._loc(meta))
+
+    @v_args(meta=True)
+    def param_decl(self, meta, children):
+        return ast.ParamDecl(str(children[0]), children[1], self._doc(meta), self._loc(meta))
+
+    @v_args(meta=True)
+    def const_decl(self, meta, children):
+        return ast.ConstDecl(str(children[0]), children[1], self._doc(meta), self._loc(meta))
+
+    @v_args(meta=True)
+    def type_decl(self, meta, children):
+        return ast.TypeDecl(str(children[0]), children[1], self._loc(meta))
+
+    @v_args(meta=True)
+    def enum_decl(self, meta, children):
+        name, type_ref, *members = children
+        return ast.EnumDecl(str(name), type_ref, tuple(members), self._loc(meta))
+
+    @v_args(meta=True)
+    def enum_member(self, meta, children):
+        value = children[1] if len(children) > 1 else None
+        return ast.EnumMember(str(children[0]), value, self._loc(meta))
+
+    @v_args(meta=True)
+    def fn_decl(self, meta, children):
+        name, params, result, body = children
+        if isinstance(body, ast.Return):
+            body = (body,)
+        return ast.FnDecl(str(name), params, result, body, self._loc(meta))
+
+    def fn_params(self, children):
+        return tuple(children)
+
+    @v_args(meta=True)
+    def fn_param(self, meta, children):
+        type_ref = children[1] if len(children) > 1 else None
+        return ast.FnParam(str(children[0]), type_ref, self._loc(meta))
+
+    @v_args(meta=True)
+    def fn_expr_body(self, meta, children):
+        return ast.Return(children[0], children[0].loc)
+
+    @v_args(meta=True)
+    def memory_decl(self, meta, children):
+        name, dims, type_ref = children
+        return ast.MemoryDecl(str(name), dims, type_ref, self._doc(meta), self._loc(meta))
+
+    def dims(self, children):
+        return tuple(children)
+
+    @v_args(meta=True)
+    def register_decl(self, meta, children):
+        reset = children[2] if len(children) > 2 else None
+        return ast.RegisterDecl(str(children[0]), children[1], reset, self._doc(meta),
+                                self._loc(meta))
+
+    @v_args(meta=True)
+    def stage_decl(self, meta, children):
+        return ast.StageDecl(str(children[0]), children[1], self._loc(meta))
+
+    @v_args(meta=True)
+    def type(self, meta, children):
+        width = children[1] if len(children) > 1 else None
+        return ast.TypeRef(str(children[0]), width, self._loc(meta))
+
+    # ---- statements
+    def block(self, children):
+        return tuple(children)
+
+    @v_args(meta=True)
+    def target(self, meta, children):
+        return ast.Target(str(children[0]), tuple(children[1:]), self._loc(meta))
+
+    def _let(self, meta, children, is_out):
+        if len(children) == 3:
+            target, type_ref, value = children
+        else:
+            (target, value), type_ref = children, None
+        return ast.Let(target, type_ref, value, is_out, self._loc(meta))
+
+    @v_args(meta=True)
+    def let_stmt(self, meta, children):
+        return self._let(meta, children, is_out=False)
+
+    @v_args(meta=True)
+    def out_stmt(self, meta, children):
+        return self._let(meta, children, is_out=True)
+
+    @v_args(meta=True)
+    def write_stmt(self, meta, children):
+        enable = children[2] if len(children) > 2 else None
+        return ast.Write(children[0], children[1], enable, self._loc(meta))
+
+    @v_args(meta=True)
+    def emit_stmt(self, meta, children):
+        return ast.Emit(tuple(children), self._loc(meta))
+
+    @v_args(meta=True)
+    def emit_field(self, meta, children):
+        name = children[0]
+        value = children[1] if len(children) > 1 else ast.Name(str(name), self._token_loc(name))
+        return ast.EmitField(str(name), value, self._loc(meta))
+
+    @v_args(meta=True)
+    def stop_stmt(self, meta, children):
+        return ast.Stop(children[0], self._loc(meta))
+
+    @v_args(meta=True)
+    def for_stmt(self, meta, children):
+        var, start, stop, body = children
+        return ast.For(str(var), start, stop, body, self._loc(meta))
+
+    @v_args(meta=True)
+    def assert_stmt(self, meta, children):
+        message = str(children[1])[1:-1] if len(children) > 1 else None
+        return ast.Assert(children[0], message, self._loc(meta))
+
+    @v_args(meta=True)
+    def return_stmt(self, meta, children):
+        return ast.Return(children[0], self._loc(meta))
+
+    # ---- expressions
+    def number(self, children):
+        token = children[0]
+        return ast.Number(parse_number(str(token)), self._token_loc(token))
+
+    def name(self, children):
+        token = children[0]
+        return ast.Name(str(token), self._token_loc(token))
+
+    @v_args(meta=True)
+    def member(self, meta, children):
+        return ast.Member(children[0], str(children[1]), self._token_loc(children[1]))
+
+    @v_args(meta=True)
+    def index(self, meta, children):
+        return ast.Index(children[0], children[1], self._loc(meta))
+
+    @v_args(meta=True)
+    def slice(self, meta, children):
+        return ast.Slice(children[0], children[1], children[2], self._loc(meta))
+
+    @v_args(meta=True)
+    def call(self, meta, children):
+        return ast.Call(str(children[0]), children[1], self._loc(meta))
+
+    def call_args(self, children):
+        return tuple(children)
+
+    def unary(self, children):
+        op, operand = children
+        return ast.Unary(str(op), operand, self._token_loc(op))
+
+    def binary(self, children):
+        left, op, right = children
+        return ast.Binary(str(op), left, right, self._token_loc(op))
+
+    @v_args(meta=True)
+    def ternary(self, meta, children):
+        return ast.Ternary(children[0], children[1], children[2], self._loc(meta))
+
+    @v_args(meta=True)
+    def concat(self, meta, children):
+        return ast.Concat(tuple(children), self._loc(meta))
+
+    @v_args(meta=True)
+    def match(self, meta, children):
+        return ast.Match(children[0], tuple(children[1:]), self._loc(meta))
+
+    @v_args(meta=True)
+    def match_arm(self, meta, children):
+        *patterns, value = children
+        # `_` anywhere among the patterns makes this the default arm (empty patterns).
+        patterns = () if None in patterns else tuple(patterns)
+        return ast.MatchArm(patterns, value, self._loc(meta))
+
+    def default_pattern(self, children):
+        return None
+
+
+def parse(source: str, file: str = "<spec>") -> ast.Spec:
+    """Parse a whole spec; raises `HdlError` at the first syntax error."""
+    _comments.clear()
+    try:
+        tree = _lark().parse(source)
+    except UnexpectedInput as error:
+        raise _syntax_error(error, file, source) from None
+    docs = {}
+    for comment in _comments:
+        text = str(comment)
+        if text.startswith("//"):
+            docs[comment.line] = text[2:].strip()
+    _comments.clear()
+    try:
+        items = _ToAst(file, docs).transform(tree)
+    except VisitError as error:
+        if isinstance(error.orig_exc, HdlError):
+            raise error.orig_exc from None
+        raise error.orig_exc
+    return ast.Spec(file, source, items)
+
+
+def parse_file(path: str | Path) -> ast.Spec:
+    """Read and parse a spec file; a missing file is an `HdlError` too."""
+    path = Path(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise HdlError(f"cannot read spec: {error.strerror}", Location(str(path))) from None
+    return parse(source, str(path))

@@ -1,0 +1,188 @@
+"""Virtual machine code: QwenGPU instructions over unlimited virtual registers.
+
+Instruction selection (`qwengpu.ptx.select`) turns each PTX instruction into a few `VInstr`s
+whose operands are virtual registers (`VReg`, `VPred`), immediates, and symbolic immediates
+resolved later: branch targets (`LabelRef`), parameter words (`ParamRef`) and variable
+addresses (`SymbolRef`).  Dead-code removal and register allocation work on this form, then
+`qwengpu.ptx.link` turns it into `qwengpu.isa.Instruction`s.
+
+A 64-bit PTX register `%rd1` becomes two virtual registers `%rd1.lo` and `%rd1.hi`; temporaries
+of a lowering are named `$t1`, `$t2`, ... (predicates `$p1`, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qwengpu.errors import Location
+from qwengpu.isa import Cmp, Op
+from qwengpu.ptx import ir
+
+
+@dataclass(frozen=True, order=True)
+class VReg:
+    """A virtual 32-bit register."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, order=True)
+class VPred:
+    """A virtual predicate register."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+ZERO = VReg("rz")      # the machine's zero register: reads 0, never allocated
+TRUE = VPred("pt")     # the machine's true predicate: reads 1, never allocated
+
+
+@dataclass(frozen=True)
+class LabelRef:
+    """A branch target, resolved to an instruction index by the linker."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class ParamRef:
+    """Word `word` of kernel parameter `param`; the linker gives it a parameter slot."""
+
+    param: str
+    word: int
+
+    def __str__(self) -> str:
+        return f"{self.param}+{4 * self.word}" if self.word else self.param
+
+
+@dataclass(frozen=True)
+class SymbolRef:
+    """The byte address of a memory variable plus an offset, known once memory is laid out."""
+
+    symbol: str
+    offset: int = 0
+
+    def __str__(self) -> str:
+        return f"&{self.symbol}{self.offset:+d}" if self.offset else f"&{self.symbol}"
+
+
+Immediate = int | SymbolRef
+Source = VReg | Immediate      # what an operand B may be
+
+
+@dataclass
+class VInstr:
+    """One machine instruction over virtual registers.
+
+    `b` is a register or an immediate (the encoding's `bimm`); `imm` is the load/store offset,
+    the branch target, the special-register index or the parameter word.  `full_def` marks a
+    guarded write that still counts as a whole definition (a temporary that is only read under
+    the same guard); other guarded writes keep the old value in lanes whose guard fails, so they
+    also read their destination.  `is_move` marks a copy `d = a` the allocator may coalesce.
+    """
+
+    op: Op
+    d: VReg | VPred | None = None
+    a: VReg | VPred | None = None
+    b: VReg | VPred | Immediate | None = None
+    c: VReg | VPred | Cmp | None = None
+    imm: int | LabelRef | ParamRef | SymbolRef = 0
+    guard: VPred = TRUE
+    guard_negated: bool = False
+    full_def: bool = False
+    is_move: bool = False
+    origin: ir.Instruction | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def loc(self) -> Location | None:
+        return self.origin.loc if self.origin is not None else None
+
+    @property
+    def guarded(self) -> bool:
+        return self.guard != TRUE or self.guard_negated
+
+    @property
+    def has_side_effect(self) -> bool:
+        """Instructions that must stay even when nothing reads what they write."""
+        return self.op in (Op.ST, Op.BRA, Op.EXIT, Op.LD, Op.INVALID)
+
+    def defs(self) -> list[VReg | VPred]:
+        if self.d is None or self.d in (ZERO, TRUE):
+            return []
+        return [self.d]
+
+    def uses(self) -> list[VReg | VPred]:
+        """Registers and predicates read, including the destination of a partial write."""
+        used = []
+        for operand in (self.a, self.b):
+            if isinstance(operand, (VReg, VPred)):
+                used.append(operand)
+        if isinstance(self.c, (VReg, VPred)):
+            used.append(self.c)
+        used.append(self.guard)
+        if self.guarded and not self.full_def and self.d is not None:
+            used.append(self.d)
+        return [item for item in used if item not in (ZERO, TRUE)]
+
+    def __str__(self) -> str:
+        return format_vinstr(self)
+
+
+@dataclass(frozen=True)
+class VLabel:
+    """A branch target in the virtual code."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.name}:"
+
+
+VCode = list  # of VInstr | VLabel
+
+
+def format_vinstr(ins: VInstr) -> str:
+    """A readable text form, close to the machine's assembler text."""
+    guard = ""
+    if ins.guarded:
+        guard = f"@{'!' if ins.guard_negated else ''}{ins.guard} "
+    name = ins.op.name.lower().replace("_", ".")
+    parts = []
+    if ins.op == Op.SETP:
+        name = f"setp.{Cmp(ins.c).name.lower()}"
+        parts = [ins.d, ins.a, ins.b]
+    elif ins.op in (Op.LD,):
+        parts = [ins.d, f"[{ins.a}{_offset(ins.imm)}]"]
+    elif ins.op == Op.ST:
+        parts = [f"[{ins.a}{_offset(ins.imm)}]", ins.b]
+    elif ins.op == Op.BRA:
+        parts = [ins.imm]
+    elif ins.op in (Op.S2R, Op.LDP):
+        parts = [ins.d, ins.imm]
+    elif ins.op in (Op.EXIT, Op.NOP, Op.INVALID):
+        parts = []
+    else:
+        parts = [part for part in (ins.d, ins.a, ins.b) if part is not None]
+        if ins.op in (Op.MAD, Op.SELP):
+            parts.append(ins.c)
+    return guard + name + (" " + ", ".join(str(part) for part in parts) if parts else "")
+
+
+def _offset(imm) -> str:
+    if isinstance(imm, int):
+        return f"{imm:+d}" if imm else ""
+    return f"+{imm}"
+
+
+def format_vcode(code: VCode) -> str:
+    return "\n".join(str(item) if isinstance(item, VLabel) else "    " + str(item)
+                     for item in code)

@@ -1,0 +1,262 @@
+"""The example corpus (examples/**): layout, independent expectations, and runs on the sim.
+
+Every example folder holds kernel.cu, kernel.ptx (nvcc -ptx -arch=sm_80 -O3), launch.json,
+model.py (a plain-Python per-thread reading of kernel.cu) and expected.json (written by
+examples/make_expected.py from the model, never from the machine).
+
+- test_layout / test_kernel_source_rules: the launch fits the machine (126 words, 8 warps,
+  8 parameter words) and the kernel stays in the integer subset.
+- test_expected_up_to_date: re-runs each model and compares with expected.json.
+- test_run_from_ptx / test_run_from_cu: `hdlc run LAUNCH --backend sim --json` in-process,
+  buffers compared word for word with expected.json; error examples must exit 1 with the
+  expected substring in stderr.  Skipped until qwengpu.commands.run exists; the .cu variant
+  also needs nvcc on PATH.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES_DIR = ROOT / "examples"
+if str(EXAMPLES_DIR) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES_DIR))
+
+import _int32  # noqa: E402  (examples/_int32.py)
+import make_expected  # noqa: E402  (examples/make_expected.py)
+
+MEM_WORDS = 126
+WARPS = 8
+LANES = 4
+PARAM_WORDS = 8
+
+EXAMPLES = make_expected.example_dirs(EXAMPLES_DIR)
+IDS = [str(p.relative_to(EXAMPLES_DIR)) for p in EXAMPLES]
+NVCC = shutil.which("nvcc")
+
+
+def _load(example: Path, name: str) -> dict:
+    return json.loads((example / name).read_text())
+
+
+def _has_run_command() -> bool:
+    try:
+        return importlib.util.find_spec("qwengpu.commands.run") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+needs_run = pytest.mark.skipif(not _has_run_command(),
+                               reason="qwengpu.commands.run (hdlc run) does not exist yet")
+
+
+def test_corpus_size():
+    seen = [p for p in EXAMPLES if p.parent == EXAMPLES_DIR]
+    unseen = [p for p in EXAMPLES if p.parent.name == "unseen"]
+    assert len(seen) >= 20          # 18+ kernels plus too_big and out_of_bounds
+    assert len(unseen) >= 4
+    assert (EXAMPLES_DIR / "too_big") in EXAMPLES
+    assert (EXAMPLES_DIR / "out_of_bounds") in EXAMPLES
+
+
+# --- layout -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_layout(example: Path):
+    for name in ("kernel.cu", "kernel.ptx", "launch.json", "expected.json", "model.py"):
+        assert (example / name).is_file(), f"{example.name}: missing {name}"
+    launch = _load(example, "launch.json")
+    assert set(launch) == {"source", "kernel", "grid", "block", "buffers", "args"}
+    assert launch["source"] == "kernel.cu"
+    grid, block = launch["grid"], launch["block"]
+    assert isinstance(grid, int) and grid >= 1
+    assert isinstance(block, int) and block >= 1
+    assert grid * -(-block // LANES) <= WARPS, "more warps than the machine has"
+    words = 0
+    for name, values in launch["buffers"].items():
+        assert re.fullmatch(r"[A-Za-z_]\w*", name)
+        assert values and all(isinstance(v, int) and -(2**31) <= v < 2**32 for v in values)
+        words += len(values)
+    assert words <= MEM_WORDS, f"buffers take {words} words"
+    # A pointer is one 32-bit byte address on QwenGPU (docs/isa.md), a scalar one word.
+    assert len(launch["args"]) <= PARAM_WORDS
+    for arg in launch["args"]:
+        if isinstance(arg, str):
+            assert arg in launch["buffers"], f"argument {arg!r} names no buffer"
+        else:
+            assert isinstance(arg, int) and -(2**31) <= arg < 2**32
+    # The PTX entry and the kernel's parameter count agree with the launch.
+    ptx = (example / "kernel.ptx").read_text()
+    entry = re.search(r"\.entry\s+(\w+)\s*\((.*?)\)", ptx, re.S)
+    assert entry and entry.group(1) == launch["kernel"]
+    assert len(re.findall(r"\.param\s", entry.group(2))) == len(launch["args"])
+
+    expected = _load(example, "expected.json")
+    assert len(expected) == 1 and next(iter(expected)) in {"buffers", "error", "trap"}
+    if "buffers" in expected:
+        assert list(expected["buffers"]) == list(launch["buffers"])
+        for name, values in expected["buffers"].items():
+            assert len(values) == len(launch["buffers"][name])
+            assert all(isinstance(v, int) and -(2**31) <= v < 2**31 for v in values)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_kernel_source_rules(example: Path):
+    source = (example / "kernel.cu").read_text()
+    code = re.sub(r"//[^\n]*", "", source)
+    launch = _load(example, "launch.json")
+    assert re.search(r'extern\s+"C"\s+__global__\s+void\s+' + launch["kernel"] + r"\s*\(", code)
+    for banned in ("float", "double", "__shared__", "atomic", "printf", "malloc"):
+        assert banned not in code, f"{example.name}: uses {banned}"
+    ptx = (example / "kernel.ptx").read_text()
+    for banned in (".local", ".shared", "div.", "rem.", "atom.", ".f32", ".f64", "call"):
+        assert banned not in ptx, f"{example.name}: PTX contains {banned}"
+
+
+def test_regen_script_uses_the_project_flags():
+    script = (EXAMPLES_DIR / "regen_ptx.sh").read_text()
+    assert "-ptx -arch=sm_80 -O3 kernel.cu -o kernel.ptx" in script
+
+
+# --- the independent models ---------------------------------------------------------------
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_expected_up_to_date(example: Path):
+    assert make_expected.compute_expected(example) == _load(example, "expected.json"), (
+        "expected.json is stale: run python examples/make_expected.py")
+
+
+def test_int32_helpers():
+    i = _int32
+    assert i.to_signed(0xFFFF_FFFF) == -1 and i.to_unsigned(-1) == 0xFFFF_FFFF
+    assert i.to_signed(0x8000_0000) == i.INT_MIN
+    assert i.shr_s(-1, 31) == -1 and i.shr_u(-1, 31) == 1
+    assert i.shr_s(i.INT_MIN, 3) == -(2**28) and i.shr_u(i.INT_MIN, 3) == 2**28
+    assert i.shl(1, 31) == 0x8000_0000 and i.shl(3, 31) == 0x8000_0000
+    assert i.rotl(0x8000_0001, 1) == 3 and i.rotl(0x1234_5678, 0) == 0x1234_5678
+    assert i.rotr(1, 1) == 0x8000_0000
+    assert i.mulhi_s(i.INT_MIN, i.INT_MIN) == 2**30
+    assert i.mulhi_s(-1, 1) == -1 and i.mulhi_u(-1, 1) == 0
+    assert i.mulhi_u(0xFFFF_FFFF, 0xFFFF_FFFF) == 0xFFFF_FFFE
+    assert i.sdiv(-7, 2) == -3 and i.srem(-7, 2) == -1 and i.srem(7, -2) == 1
+    assert i.sdiv(i.INT_MIN, 8) == -(2**28)
+    assert i.udiv(-1, 10) == 429496729 and i.urem(-1, 10) == 5
+    assert i.hi32(i.mul_wide_s(-1, 1)) == 0xFFFF_FFFF and i.hi32(i.mul_wide_u(-1, 1)) == 0
+    assert i.uadd(i.INT_MAX, 1) == 0x8000_0000 and i.usub(0, 1) == 0xFFFF_FFFF
+    with pytest.raises(i.SignedOverflow):
+        i.sadd(i.INT_MAX, 1)
+    with pytest.raises(i.SignedOverflow):
+        i.sneg(i.INT_MIN)
+    with pytest.raises(i.SignedOverflow):
+        i.smul(65536, 32768)
+    with pytest.raises(i.UndefinedShift):
+        i.shl(1, 32)
+    buf = i.Buffer("b", [0, 0xFFFF_FFFF])
+    assert buf[1] == -1
+    buf[0] = 0x1_0000_0005
+    assert buf[0] == 5
+    with pytest.raises(i.AddressFault):
+        buf[2] = 1
+    with pytest.raises(i.AddressFault):
+        buf[-1]
+
+
+def test_run_grid_detects_races():
+    launch = {"grid": 1, "block": 4, "buffers": {"o": [0]}, "args": ["o"]}
+
+    def racy(th, o):
+        o[0] = th.threadIdx          # last writer wins: depends on thread order
+
+    with pytest.raises(AssertionError, match="race"):
+        _int32.run_grid(launch, racy)
+
+    def fine(th, o):
+        if th.threadIdx == 2:
+            o[0] = 7
+
+    assert _int32.run_grid(launch, fine) == {"buffers": {"o": [7]}}
+
+
+# --- running on the machine (hdlc run --backend sim) ---------------------------------------
+
+def _run_cli(capsys, launch_path: Path) -> tuple[int, str, str]:
+    from qwengpu.cli import main
+
+    capsys.readouterr()
+    try:
+        code = main(["run", str(launch_path), "--backend", "sim", "--json"])
+    except SystemExit as stop:           # argparse errors
+        code = stop.code if isinstance(stop.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _check_result(example: Path, code: int, out: str, err: str) -> None:
+    expected = _load(example, "expected.json")
+    if "buffers" not in expected:
+        want = expected.get("error") or expected.get("trap")
+        assert code == 1, f"expected exit 1 ({want}), got {code}\nstdout: {out}\nstderr: {err}"
+        assert want.lower() in err.lower(), f"stderr does not mention {want!r}:\n{err}"
+        return
+    assert code == 0, f"hdlc run exited {code}\nstderr: {err}"
+    result = json.loads(out)
+    assert isinstance(result.get("records"), int) and result["records"] > 0
+    got = result["buffers"]
+    assert set(got) == set(expected["buffers"]), f"buffers {sorted(got)}"
+    for name, want in expected["buffers"].items():
+        words = got[name]
+        assert all(isinstance(v, int) for v in words), f"{name}: non-integer words"
+        # Words are compared as 32-bit patterns: the CLI may print them signed or unsigned.
+        assert [_int32.to_signed(v) for v in words] == want, f"buffer {name!r} differs"
+
+
+def _stage(example: Path, tmp_path: Path, source: str) -> Path:
+    shutil.copy(example / source, tmp_path / source)
+    launch = _load(example, "launch.json")
+    launch["source"] = source
+    path = tmp_path / "launch.json"
+    path.write_text(json.dumps(launch))
+    return path
+
+
+@needs_run
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_run_from_ptx(example: Path, tmp_path: Path, capsys):
+    launch_path = _stage(example, tmp_path, "kernel.ptx")
+    _check_result(example, *_run_cli(capsys, launch_path))
+
+
+@needs_run
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_run_from_cu(example: Path, tmp_path: Path, capsys):
+    launch_path = _stage(example, tmp_path, "kernel.cu")
+    _check_result(example, *_run_cli(capsys, launch_path))
+
+
+def _nvcc_release(text: str) -> str | None:
+    match = re.search(r"Cuda compilation tools, release [^\n]*", text)
+    return match.group(0) if match else None
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_checked_in_ptx_matches_source(example: Path, tmp_path: Path):
+    """kernel.ptx is what regen_ptx.sh makes of kernel.cu (same nvcc release only)."""
+    checked_in = (example / "kernel.ptx").read_text()
+    version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
+    if _nvcc_release(version) is None or _nvcc_release(version) not in checked_in:
+        pytest.skip("the checked-in PTX was made by another nvcc release")
+    shutil.copy(example / "kernel.cu", tmp_path / "kernel.cu")
+    subprocess.run([NVCC, "-ptx", "-arch=sm_80", "-O3", "kernel.cu", "-o", "kernel.ptx"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    assert (tmp_path / "kernel.ptx").read_text() == checked_in, (
+        "kernel.ptx is stale: run examples/regen_ptx.sh")
