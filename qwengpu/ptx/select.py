@@ -188,7 +188,7 @@ class Selector:
         if isinstance(source, int) and source & MASK32 == 0:
             return ZERO
         temp = self.temp()
-        self.emit(Op.ADD, d=temp, a=ZERO, b=_immediate(source))
+        self.emit(Op.ADD, d=temp, a=ZERO, b=operand_b(source))
         return temp
 
     def alu(self, op: Op, a: Source, b: Source, into: VReg | None = None) -> Source:
@@ -203,34 +203,36 @@ class Selector:
         if isinstance(b, int) and b & MASK32 == 0 and op in (Op.AND, Op.MUL):
             return self.move(0, into)
         destination = into if into is not None else self.temp()
-        self.emit(op, d=destination, a=self.register(a), b=_immediate(b))
+        self.emit(op, d=destination, a=self.register(a), b=operand_b(b))
         return destination
 
-    def move(self, source: Source, into: VReg | None = None) -> Source:
+    def move(self, source, into=None):
         """`source` itself, or copied into `into` when a destination is forced."""
         if into is None or source == into:
             return source
-        if isinstance(source, VReg):
+        if isinstance(source, VPred):
+            self.emit(Op.PAND, d=into, a=source, b=TRUE, is_move=source != TRUE)
+        elif isinstance(source, VReg):
             self.emit(Op.ADD, d=into, a=source, b=0, is_move=source != ZERO)
         else:
-            self.emit(Op.ADD, d=into, a=ZERO, b=_immediate(source))
+            self.emit(Op.ADD, d=into, a=ZERO, b=operand_b(source))
         return into
 
-    def commit(self, *moves: tuple[VReg, Source]):
+    def commit(self, *moves: tuple):
         """Copy results into destinations as one parallel assignment: no move overwrites a
-        register that a later move still reads."""
+        register that another pending move still reads."""
         pending = [(destination, source) for destination, source in moves
                    if destination is not None and destination != source]
         while pending:
-            for index, (destination, _source) in enumerate(pending):
-                if not any(source == destination for _, source in pending[index + 1:]) and \
-                        not any(source == destination for other, source in pending[:index]):
-                    self.move(pending[index][1], destination)
+            for index, (destination, source) in enumerate(pending):
+                others = pending[:index] + pending[index + 1:]
+                if all(other_source != destination for _, other_source in others):
+                    self.move(source, destination)
                     pending.pop(index)
                     break
             else:  # a cycle: park one source in a temporary
-                destination, source = pending[0]
-                parked = self.temp()
+                source = pending[0][1]
+                parked = self.temp() if isinstance(source, VReg) else self.temp_predicate()
                 self.move(source, parked)
                 pending = [(d, parked if s == source else s) for d, s in pending]
 
@@ -244,7 +246,7 @@ class Selector:
             return destination
         if not isinstance(a, VReg) and isinstance(b, VReg):
             a, b, cmp = b, a, fold.MIRRORED[cmp]
-        self.emit(Op.SETP, d=destination, a=self.register(a), b=_immediate(b), c=cmp)
+        self.emit(Op.SETP, d=destination, a=self.register(a), b=operand_b(b), c=cmp)
         return destination
 
     def predicate_op(self, op: Op, a: VPred, b: VPred | None = None,
@@ -403,7 +405,8 @@ def _is_temporary(register) -> bool:
     return isinstance(register, (VReg, VPred)) and register.name.startswith("$")
 
 
-def _immediate(source):
+def operand_b(source):
+    """A source as operand B: a register, or an immediate (ints kept as 32-bit words)."""
     if isinstance(source, int):
         return source & MASK32
     return source
