@@ -55,8 +55,16 @@ def _describe_terminal(name: str) -> str:
         name, name.lower().replace("_", " "))
 
 
+OPERATOR_TERMINALS = {"OR_OP", "XOR_OP", "AND_OP", "EQ_OP", "REL_OP", "SHIFT_OP", "ADD_OP",
+                      "MUL_OP", "UNARY_OP"}
+
+
 def _expected_text(expected) -> str:
-    described = sorted({_describe_terminal(name) for name in expected})
+    described = {_describe_terminal(name) for name in expected
+                 if name not in OPERATOR_TERMINALS}
+    if OPERATOR_TERMINALS & set(expected):
+        described.add("an operator")
+    described = sorted(described)
     if len(described) > 8:
         described = described[:8] + ["..."]
     return ", ".join(described)
@@ -74,7 +82,10 @@ def _syntax_error(error: UnexpectedInput, file: str, source: str) -> HdlError:
     else:
         token = error.token
         shown = "end of file" if token.type == "$END" else repr(str(token))
-        message = f"unexpected {shown}; expected {_expected_text(error.expected)}"
+        if "SEMICOLON" in error.expected:
+            message = f"unexpected {shown}; is a ';' missing before it?"
+        else:
+            message = f"unexpected {shown}; expected {_expected_text(error.expected)}"
         if token.type == "$END":
             lines = source.splitlines() or [""]
             loc = Location(file, len(lines), len(lines[-1]) + 1)

@@ -35,8 +35,9 @@ _TERMINAL_NAMES = {
 @functools.cache
 def _parser() -> lark.Lark:
     grammar = resources.files("qwengpu.ptx").joinpath("ptx.lark").read_text(encoding="utf-8")
+    # cache=True keeps the built LALR tables in the temp directory, keyed by the grammar.
     return lark.Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
-                     maybe_placeholders=False)
+                     maybe_placeholders=False, cache=True)
 
 
 def parse_ptx(text: str, path: str = "<ptx>") -> ir.Module:

@@ -1,0 +1,239 @@
+"""The three kinds of SwiGLU unit every gadget is made of, and the writer that places them.
+
+A Qwen3.5 MLP computes `down(silu(gate x) * up x)` on `x = h / rms`.  A *form* (`Form`) is a
+linear function of the residual `h` (a dict `dim -> coefficient`; dim 0 is ONE, so a constant
+`c` is `{0: c}`).  Given the rms of the sublayer input (the norm ledger,
+`qwengpu.backend_torch.residual`), the writer folds it into the weights, so forms act on `h`.
+
+- **step** (2 units, *restoring*): adds `output` to the residual when `form >= threshold`, else
+  nothing.  `form` must stay at least `gap` away from `threshold` at ideal inputs.  The two
+  units have pre-activations `z- = kappa * (form - threshold) / gap - B/2` and `z+ = z- + B`
+  and the step is `(silu(z+) - silu(z-)) / B`: exactly 1 once both are in the region where
+  `silu(z) == z`, about 0 once both are far negative.  With `kappa = Z + B/2` the nearer unit
+  is `Z` from the kink at the nearest ideal input.  The output does not depend on how far the
+  input was from ideal (up to `(Z - 20) / kappa * gap`), so errors do not accumulate through a
+  chain of steps: this is what makes the gadgets digital.
+- **gated** (1 unit, *linear in the value*): adds `output * value` when the 0/1 `condition`
+  holds: `silu(K*condition - T) * value / (K - T)`.  Exact products of an enable bit and a
+  number; the result carries the value's error (gain ~1), so only analog temporaries use it.
+- **linear** (1 unit): adds `output * value` always (`silu(G) == G` for a large constant G);
+  `bias` is `linear` of ONE, shared by the whole gadget layer (one unit per writer).
+
+`Drive` holds the constants; `DRIVES` picks them per dtype.  A writer built with `mlp=None`
+only counts units, which is how gadgets report their cost.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import torch
+
+from qwengpu.backend_torch.residual import ANALOG, ONE_DIM, Group
+
+
+class Form(dict):
+    """A linear function of the residual: `{dim: coefficient}` (dim 0 is the ONE dim)."""
+
+    def __add__(self, other: Mapping[int, float]) -> "Form":
+        out = Form(self)
+        for dim, coef in other.items():
+            out[dim] = out.get(dim, 0.0) + coef
+        return out
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Mapping[int, float]) -> "Form":
+        return self + Form(other) * -1.0
+
+    def __mul__(self, factor: float) -> "Form":
+        return Form({dim: coef * factor for dim, coef in self.items()})
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> "Form":
+        return self * -1.0
+
+    def apply(self, vectors: torch.Tensor) -> torch.Tensor:
+        """The form evaluated on residual vectors `[..., hidden]` (for tests and checks)."""
+        dims = torch.tensor(list(self.keys()), dtype=torch.long)
+        coefs = torch.tensor(list(self.values()), dtype=torch.float64)
+        return (vectors[..., dims].double() * coefs).sum(-1)
+
+
+def const(value: float) -> Form:
+    """The constant `value` (read from the ONE dim)."""
+    return Form({ONE_DIM: float(value)})
+
+
+def entries(group: Group, values: Iterable[int]) -> Form:
+    """1 when the one-hot group holds one of `values`, else 0."""
+    return Form({group.dim(v): 1.0 / group.scale for v in sorted(set(values))})
+
+
+def weighted(group: Group, weight) -> Form:
+    """`weight(v)` when the one-hot group holds `v` (any table of numbers over its domain)."""
+    return Form({group.dim(v): float(weight(v)) / group.scale
+                 for v in range(group.size) if weight(v)})
+
+
+def value_of(group: Group) -> Form:
+    """The number a group holds: its index for a one-hot group, the value for an analog dim."""
+    if group.kind == ANALOG:
+        return Form({group.start: 1.0 / group.scale})
+    return weighted(group, lambda v: v)
+
+
+def bit_of(group: Group, bit: int) -> Form:
+    """Bit `bit` of the value a one-hot group holds (0 or 1)."""
+    return entries(group, [v for v in range(group.size) if (v >> bit) & 1])
+
+
+def put(group: Group, value: int, amount: float = 1.0) -> Form:
+    """An output that adds `amount` hot entries at `value` of a one-hot group."""
+    return Form({group.dim(value): amount * group.scale})
+
+
+def put_analog(group: Group, amount: float = 1.0) -> Form:
+    """An output that adds `amount` to the number an analog dim holds."""
+    return Form({group.start: amount * group.scale})
+
+
+@dataclass(frozen=True)
+class Drive:
+    """How hard units are driven (see the module doc); one per dtype."""
+
+    step_z: float           # |pre-activation| at the nearest ideal input of a step
+    step_b: float           # z+ - z- of a step pair; the output is (silu(z+) - silu(z-)) / B
+    gate_k: float           # gated unit: silu(K * condition - T)
+    gate_t: float
+    linear_g: float         # linear unit: silu(G) == G exactly
+
+    @property
+    def kappa(self) -> float:
+        return self.step_z + self.step_b / 2
+
+
+DRIVES = {
+    torch.float32: Drive(step_z=48.0, step_b=48.0, gate_k=1000.0, gate_t=40.0, linear_g=32.0),
+    torch.bfloat16: Drive(step_z=16.0, step_b=16.0, gate_k=100.0, gate_t=12.0, linear_g=8.0),
+}
+
+
+@dataclass
+class MlpWriter:
+    """Places units into `units` of one MLP (`mlp=None`: count only), for a known input rms.
+
+    Units are taken in order from `units.start`; `flush()` writes the weights (checking the
+    units were untouched) and returns how many units were used."""
+
+    mlp: torch.nn.Module | None
+    units: range
+    rms: float
+    drive: Drive | None = None
+    _gate: list = field(default_factory=list)      # (unit, dim, value) in h units
+    _up: list = field(default_factory=list)
+    _down: list = field(default_factory=list)      # (unit, dim, value)
+    _bias: dict = field(default_factory=lambda: defaultdict(float))
+    _next: int = 0
+    flushed: bool = False
+
+    def __post_init__(self):
+        if self.drive is None:
+            dtype = self.mlp.gate_proj.weight.dtype if self.mlp is not None else torch.float32
+            self.drive = DRIVES.get(dtype, DRIVES[torch.float32])
+
+    # -- unit kinds -------------------------------------------------------------------------
+    def step(self, form: Mapping[int, float], threshold: float, output: Mapping[int, float],
+             gap: float = 0.5) -> None:
+        """Add `output` when `form >= threshold` (ideal inputs keep `form` >= `gap` away)."""
+        d = self.drive
+        scale = d.kappa / gap
+        low = Form(form) * scale + const(-scale * threshold - d.step_b / 2)
+        high = low + const(d.step_b)
+        plus, minus = self._take(2)
+        for unit, gate, sign in ((plus, high, 1.0), (minus, low, -1.0)):
+            self._row(self._gate, unit, gate)
+            self._row(self._up, unit, const(1.0))
+            self._column(unit, Form(output) * (sign / d.step_b))
+
+    def gated(self, condition: Mapping[int, float], value: Mapping[int, float],
+              output: Mapping[int, float]) -> None:
+        """Add `output * value` when the 0/1 `condition` is 1 (linear in `value`)."""
+        d = self.drive
+        (unit,) = self._take(1)
+        self._row(self._gate, unit, Form(condition) * d.gate_k + const(-d.gate_t))
+        self._row(self._up, unit, value)
+        self._column(unit, Form(output) * (1.0 / (d.gate_k - d.gate_t)))
+
+    def linear(self, value: Mapping[int, float], output: Mapping[int, float]) -> None:
+        """Add `output * value` on every token."""
+        d = self.drive
+        (unit,) = self._take(1)
+        self._row(self._gate, unit, const(d.linear_g))
+        self._row(self._up, unit, value)
+        self._column(unit, Form(output) * (1.0 / d.linear_g))
+
+    def bias(self, output: Mapping[int, float]) -> None:
+        """Add the constant `output` on every token (one unit per writer, shared)."""
+        for dim, value in output.items():
+            self._bias[dim] += value
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    @property
+    def used(self) -> int:
+        return self._next + (1 if any(self._bias.values()) else 0)
+
+    def _take(self, count: int) -> list[int]:
+        if self._next + count > len(self.units):
+            from qwengpu.errors import CapacityError
+            raise CapacityError(f"MLP units exhausted: {self._next + count} needed, "
+                                f"{len(self.units)} given")
+        taken = [self.units[self._next + i] for i in range(count)]
+        self._next += count
+        return taken
+
+    def _row(self, rows: list, unit: int, form: Mapping[int, float]) -> None:
+        rows.extend((unit, dim, coef) for dim, coef in form.items() if coef)
+
+    def _column(self, unit: int, output: Mapping[int, float]) -> None:
+        self._down.extend((unit, dim, value) for dim, value in output.items() if value)
+
+    def flush(self) -> int:
+        """Write the weights into the MLP (no-op when counting); returns the units used."""
+        if self.flushed:
+            return self.used
+        bias = {dim: value for dim, value in self._bias.items() if value}
+        if bias:
+            self.linear(const(1.0), bias)
+            self._bias.clear()
+        self.flushed = True
+        if self.mlp is None or not self._next:
+            return self._next
+        used = torch.tensor([self.units[i] for i in range(self._next)])
+        for weight in (self.mlp.gate_proj.weight, self.mlp.up_proj.weight):
+            if weight[used].any():
+                raise ValueError(f"MLP units {used[0].item()}..{used[-1].item()} already in use")
+        with torch.no_grad():
+            for weight, rows, fold in ((self.mlp.gate_proj.weight, self._gate, self.rms),
+                                       (self.mlp.up_proj.weight, self._up, self.rms)):
+                _scatter(weight, rows, fold, transpose=False)
+            _scatter(self.mlp.down_proj.weight, self._down, 1.0, transpose=True)
+        return self._next
+
+
+def _scatter(weight: torch.Tensor, entries: list, fold: float, transpose: bool) -> None:
+    """Add `value * fold` at `[unit, dim]` (or `[dim, unit]`), summing in float64 first."""
+    if not entries:
+        return
+    units, dims, values = zip(*entries)
+    rows, cols = (dims, units) if transpose else (units, dims)
+    rows, cols = torch.tensor(rows), torch.tensor(cols)
+    flat = rows * weight.shape[1] + cols
+    total = torch.zeros(weight.numel(), dtype=torch.float64)
+    total.index_add_(0, flat, torch.tensor(values, dtype=torch.float64) * fold)
+    touched = torch.unique(flat)
+    view = weight.view(-1)
+    view[touched] = (view[touched].double() + total[touched]).to(weight.dtype)

@@ -1,0 +1,89 @@
+"""`hdlc run LAUNCH.json`: run a kernel launch and print its buffers afterwards.
+
+    hdlc run examples/vector_add/launch.json              # buffers, one per line
+    hdlc run launch.json --json                           # one JSON object on stdout
+    hdlc run launch.json --trace                          # every record, readably
+
+The backend is a choice: `sim` (the reference interpreter of specs/qwengpu.hdl) runs now;
+`model` (the compiled Qwen3.5 model) slots into `BACKENDS` when it exists.  A trap prints a
+located message (the PTX line) on stderr and exits 1; so does every mistake in the launch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable
+
+from qwengpu.errors import UserError
+from qwengpu.runtime.launch import Launch, LaunchResult, load_launch, run_launch_sim
+from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS
+from qwengpu.runtime.trace_format import format_trace
+
+NAME = "run"
+HELP = "run a kernel launch (a launch .json file) and print its buffers"
+
+
+class BackendUnavailable(UserError):
+    """A backend that this version cannot run yet."""
+
+
+def _run_sim(launch: Launch, args: argparse.Namespace) -> LaunchResult:
+    return run_launch_sim(launch, max_records=args.max_records)
+
+
+def _run_model(launch: Launch, args: argparse.Namespace) -> LaunchResult:
+    raise BackendUnavailable("the model backend is not available yet; use --backend sim "
+                             "(the reference interpreter)")
+
+
+# name -> function(launch, args) -> LaunchResult
+BACKENDS: dict[str, Callable[[Launch, argparse.Namespace], LaunchResult]] = {
+    "sim": _run_sim,
+    "model": _run_model,
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("launch", help="launch file (JSON: source, kernel, grid, block, "
+                                       "buffers, args)")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="sim",
+                        help="where the launch runs: sim = reference interpreter (default), "
+                             "model = the compiled Qwen3.5 model")
+    parser.add_argument("--model", metavar="DIR", help="checkpoint directory (--backend model)")
+    parser.add_argument("--json", action="store_true",
+                        help='print one JSON object {"buffers", "records", "trap"} on stdout')
+    parser.add_argument("--trace", action="store_true",
+                        help="print every record readably (on stderr with --json)")
+    parser.add_argument("--max-records", type=int, default=DEFAULT_MAX_RECORDS, metavar="N",
+                        help=f"stop with an error after N records (default {DEFAULT_MAX_RECORDS})")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.max_records < 1:
+        raise UserError("--max-records must be at least 1")
+    launch = load_launch(args.launch)
+    result = BACKENDS[args.backend](launch, args)
+    if args.trace:
+        stream = sys.stderr if args.json else sys.stdout
+        for line in format_trace(result.records, launch):
+            print(line, file=stream)
+    if args.json:
+        print(json.dumps(result.as_json()))
+    else:
+        print_buffers(result)
+    trap = result.trap_error()
+    if trap is not None:
+        print(trap.render(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def print_buffers(result: LaunchResult, stream=None) -> None:
+    """`name = [v0, v1, ...]` per buffer, then the kernel's memory variables if any."""
+    stream = stream or sys.stdout
+    for name, values in result.buffers.items():
+        print(f"{name} = {values}", file=stream)
+    for name, values in result.variables.items():
+        print(f"{name} = {values}  (kernel variable)", file=stream)

@@ -1,0 +1,194 @@
+"""The digit-level primitives: what `lower-digits` produces and the backend builds as gadgets.
+
+After lowering, every value is at most 4 bits wide (a bit, a hex digit, a partial top digit,
+or a small enumeration such as a generate/propagate class) and held one-hot in the residual
+stream.  Besides `const` and the state ports (`register`, `read` of one digit, and the sinks),
+four operators compute everything.  Each is one row of `DIGIT_OPS`, written once: its meaning
+(`evaluate`), the set of values it can produce from given input value sets (`image`), its cost
+in the backend (`cost`, MLP units of one depth-1 gadget), and its structural check (`check`).
+
+- `lut x0[, x1[, x2]]`: `table[x0 + x1*2^w0 + x2*2^(w0+w1)]` -- a lookup over the product of
+  up to 3 small one-hot inputs.  Gadget: one AND unit per combination of input values, so the
+  cost is the product of the input domain sizes (luts with the same inputs share their units).
+- `sum x0, x1, ...`: `table[S - base]` with `S = terms[0][x0] + terms[1][x1] + ...` -- each
+  input contributes an integer chosen by its own table (a linear read-out of its one-hot
+  group), and the output is a lookup on the total.  Gadget: ReLUs at the breakpoints of the
+  table over `S`, so the cost is the number of distinct points `s` and `s + 1` where the table
+  changes between them -- cheap when the inputs are many but the result has few steps
+  (digit adders, column sums of a multiplier, equality of many digits, bit gathering).
+- `carry cin, gp0, gp1, ...`: carry-lookahead.  Each `gp` is a class 0 (kill), 1 (propagate)
+  or 2 (generate) of one digit position, least significant first; the result is the carry out
+  of the last position, `c = g_k | (p_k & c)` folded from `cin`.  Gadget: one unit per
+  possible origin of the carry (`relu(g_j + p_{j+1} + ... + p_last - (last - j))`, the
+  terms are mutually exclusive), so the cost is the number of inputs.
+- `select s, x0, x1, ...`: `x_s` -- a one-hot selector gating one-hot arms.  Gadget: one AND
+  unit per value of each non-constant arm, and one per constant arm.
+
+Tables are tuples indexed as above; entries for input values outside the inputs' domains
+are don't-cares, kept at 0 so that equal functions have equal tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Callable, Sequence
+
+KILL, PROPAGATE, GENERATE = 0, 1, 2
+MAX_LUT_INPUTS = 3
+DIGIT_BITS = 4
+
+
+def lut_strides(widths: Sequence[int]) -> list[int]:
+    """The index weight of each lut input: inputs are packed side by side, the first lowest."""
+    strides, stride = [], 1
+    for width in widths:
+        strides.append(stride)
+        stride <<= width
+    return strides
+
+
+def _eval_lut(node, values, widths):
+    return node.table[sum(v * s for v, s in zip(values, lut_strides(widths)))]
+
+
+def _eval_sum(node, values, widths):
+    return node.table[sum(term[v] for term, v in zip(node.terms, values)) - node.base]
+
+
+def _eval_carry(node, values, widths):
+    carry = values[0]
+    for gp in values[1:]:
+        carry = 1 if gp == GENERATE else (carry if gp == PROPAGATE else 0)
+    return carry
+
+
+def _eval_select(node, values, widths):
+    return values[1 + values[0]]
+
+
+def sum_values(terms: Sequence[Sequence[int]], domains: Sequence[Sequence[int]]) -> set[int]:
+    """Every total `S` that the inputs of a `sum` can produce."""
+    totals = {0}
+    for term, domain in zip(terms, domains):
+        contributions = {term[v] for v in domain}
+        totals = {s + t for s in totals for t in contributions}
+    return totals
+
+
+def _image_lut(node, domains, widths):
+    indices = [0]
+    for domain, stride in zip(domains, lut_strides(widths)):
+        indices = [i + v * stride for i in indices for v in domain]
+    return {node.table[i] for i in indices}
+
+
+def _image_sum(node, domains, widths):
+    return {node.table[s - node.base] for s in sum_values(node.terms, domains)}
+
+
+def _image_carry(node, domains, widths):
+    image = set(domains[0])
+    if any(GENERATE in d for d in domains[1:]):
+        image.add(1)
+    if any(KILL in d for d in domains[1:]):
+        image.add(0)
+    return image
+
+
+def _image_select(node, domains, widths):
+    out = set()
+    for choice in domains[0]:
+        out |= set(domains[1 + choice])
+    return out
+
+
+def _cost_lut(node, domains, constant):
+    return prod(len(d) for d in domains)
+
+
+def _cost_sum(node, domains, constant):
+    totals = sorted(sum_values(node.terms, domains))
+    points = set()
+    for s, t in zip(totals, totals[1:]):
+        if node.table[s - node.base] != node.table[t - node.base]:
+            points.update((s, t))
+    return len(points)
+
+
+def _cost_carry(node, domains, constant):
+    return len(domains)
+
+
+def _cost_select(node, domains, constant):
+    return sum(1 if is_const else len(d) for d, is_const in zip(domains[1:], constant[1:]))
+
+
+def _check_lut(node, widths):
+    if not 1 <= len(widths) <= MAX_LUT_INPUTS:
+        return f"lut takes 1 to {MAX_LUT_INPUTS} inputs, got {len(widths)}"
+    if node.table is None or len(node.table) != 1 << sum(widths):
+        return f"lut table has {len(node.table or ())} entries, inputs need {1 << sum(widths)}"
+    return None
+
+
+def _check_sum(node, widths):
+    if not widths:
+        return "sum of no inputs"
+    if node.terms is None or len(node.terms) != len(widths):
+        return f"sum has {len(node.terms or ())} term tables for {len(widths)} inputs"
+    for index, (term, width) in enumerate(zip(node.terms, widths)):
+        if len(term) != 1 << width:
+            return f"term table {index} has {len(term)} entries for a u{width} input"
+    if node.table is None:
+        return "sum has no table"
+    return None
+
+
+def _check_carry(node, widths):
+    if len(widths) < 2:
+        return "carry needs a carry-in and at least one generate/propagate input"
+    if widths[0] != 1 or any(w != 2 for w in widths[1:]):
+        return f"carry takes a u1 carry-in and u2 classes, got {tuple(widths)}"
+    if node.width != 1:
+        return "carry produces one bit"
+    return None
+
+
+def _check_select(node, widths):
+    if len(widths) < 2:
+        return "select needs a selector and at least one arm"
+    if len(widths) - 1 > 1 << widths[0]:
+        return f"select has {len(widths) - 1} arms for a u{widths[0]} selector"
+    if any(w > node.width for w in widths[1:]):
+        return f"select arm wider than the result ({tuple(widths[1:])} vs u{node.width})"
+    return None
+
+
+@dataclass(frozen=True)
+class DigitOp:
+    """One row of the digit-level table."""
+
+    name: str
+    summary: str
+    evaluate: Callable      # (node, arg values, arg widths) -> value
+    image: Callable         # (node, arg domains, arg widths) -> set of values
+    cost: Callable          # (node, arg domains, arg is-constant flags) -> MLP units
+    check: Callable         # (node, arg widths) -> error text or None
+    cost_rule: str
+
+
+DIGIT_OPS: dict[str, DigitOp] = {row.name: row for row in [
+    DigitOp("lut", "table lookup over the product of 1-3 small one-hot inputs",
+            _eval_lut, _image_lut, _cost_lut, _check_lut,
+            "product of the input domain sizes (units shared by luts with equal inputs)"),
+    DigitOp("sum", "table lookup on a sum of per-input contributions",
+            _eval_sum, _image_sum, _cost_sum, _check_sum,
+            "breakpoints of the table over the reachable totals"),
+    DigitOp("carry", "carry-lookahead over generate/propagate classes",
+            _eval_carry, _image_carry, _cost_carry, _check_carry,
+            "one unit per input"),
+    DigitOp("select", "one-hot selector choosing among one-hot arms",
+            _eval_select, _image_select, _cost_select, _check_select,
+            "one unit per value of each variable arm, one per constant arm"),
+]}

@@ -1,0 +1,103 @@
+"""A compiled kernel: machine instructions, where each came from, and what the launch must fill.
+
+`Program` is the loader's result.  Its instructions are final except for the addresses of
+memory variables (`.global`/`.const` data), which depend on the launch's memory layout and are
+filled in by `Program.link(addresses)`.  Parameter words are already numbered: slot `k` of the
+machine's parameter words holds word `param_slots[k]` of a kernel parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from qwengpu.errors import Location, PtxError
+from qwengpu.isa import MASK32, MEM_WORDS, PARAM_WORDS, PREDS, PROG_WORDS, REGS, WARPS, LANES
+from qwengpu.isa import Instruction
+from qwengpu.ptx import ir
+from qwengpu.ptx.vcode import SymbolRef
+
+
+@dataclass(frozen=True)
+class MachineLimits:
+    """The machine parameters the loader needs (defaults: QwenGPU v1, `qwengpu.isa`)."""
+
+    registers: int = REGS
+    predicates: int = PREDS
+    program_words: int = PROG_WORDS
+    memory_words: int = MEM_WORDS
+    param_words: int = PARAM_WORDS
+    warps: int = WARPS
+    lanes: int = LANES
+
+    @classmethod
+    def from_shape(cls, shape) -> "MachineLimits":
+        """The limits of an elaborated spec (`qwengpu.runtime.machine_state.MachineShape`)."""
+        return cls(registers=shape.regs, predicates=shape.preds, program_words=shape.prog_words,
+                   memory_words=shape.mem_words, param_words=shape.param_words,
+                   warps=shape.warps, lanes=shape.lanes)
+
+
+@dataclass(frozen=True)
+class ProgramSlot:
+    """One instruction slot: the instruction, the variable address its immediate still needs
+    (or None), and the PTX instruction it implements."""
+
+    instruction: Instruction
+    relocation: SymbolRef | None
+    origin: ir.Instruction | None
+
+    @property
+    def ptx_loc(self) -> Location | None:
+        return self.origin.loc if self.origin is not None else None
+
+    @property
+    def ptx_text(self) -> str:
+        return self.origin.text if self.origin is not None else ""
+
+
+@dataclass
+class Program:
+    """A kernel lowered to QwenGPU machine code."""
+
+    kernel: str
+    params: list[ir.Param]
+    param_slots: list[tuple[str, int]]
+    variables: dict[str, ir.Variable]
+    slots: list[ProgramSlot]
+    registers_used: int
+    predicates_used: int
+    ptx_path: str
+    ptx_source: str
+    pass_changes: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def link(self, addresses: dict[str, int]) -> list[Instruction]:
+        """The final instructions, given the byte address of every variable used."""
+        linked = []
+        for slot in self.slots:
+            instruction = slot.instruction
+            if slot.relocation is not None:
+                base = addresses.get(slot.relocation.symbol)
+                if base is None:
+                    raise PtxError(f"no memory was laid out for {slot.relocation.symbol}",
+                                   slot.ptx_loc, self.ptx_source)
+                instruction = replace(instruction,
+                                      imm=(base + slot.relocation.offset) & MASK32)
+            linked.append(instruction)
+        return linked
+
+    @property
+    def ptx_locations(self) -> list[Location | None]:
+        return [slot.ptx_loc for slot in self.slots]
+
+    def listing(self, addresses: dict[str, int] | None = None) -> str:
+        """Assembler text with the PTX each instruction came from (for docs and debugging)."""
+        instructions = self.link(addresses) if addresses is not None or not self.variables \
+            else [slot.instruction for slot in self.slots]
+        lines = []
+        for index, (slot, instruction) in enumerate(zip(self.slots, instructions)):
+            where = f"line {slot.ptx_loc.line}" if slot.ptx_loc else ""
+            lines.append(f"{index:3d}  {str(instruction):32s} ; {where:9s} {slot.ptx_text}")
+        return "\n".join(lines)

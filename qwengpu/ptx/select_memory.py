@@ -1,0 +1,245 @@
+"""Instruction selection for memory, parameters, addresses and control flow.
+
+Memory is 126 words addressed by 32-bit byte addresses: `ld`/`st` of 32-bit words map onto
+the machine's `ld`/`st`, 64-bit and vector accesses become one access per word, and 8/16-bit
+loads read the enclosing word and shift the wanted bytes down.  Kernel parameters are read
+with `ldp` from parameter words (`ParamRef`, numbered by the linker).  Generic and global
+addresses are the same on this machine, so `cvta` is a copy.
+"""
+
+from __future__ import annotations
+
+from qwengpu.isa import Op
+from qwengpu.ptx import ir
+from qwengpu.ptx.select import Selector, handles, mask
+from qwengpu.ptx.vcode import ZERO, LabelRef, ParamRef, Source, SymbolRef, VReg
+
+# Modifiers that change nothing on a machine with one memory, no caches and one thread of
+# control at a time.
+_ORDERING_AND_CACHE = {"ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt", "volatile", "weak",
+                       "relaxed", "acquire", "release", "cta", "gpu", "sys", "cluster"}
+_MEMORY_SPACES = {"global", "const", "param", "shared", "local", "tex"}
+
+
+def _space(sel: Selector, ins: ir.Instruction) -> str:
+    spaces = [modifier for modifier in ins.modifiers if modifier in _MEMORY_SPACES]
+    space = spaces[0] if spaces else "global"  # generic addresses are global ones here
+    if space in ("shared", "local", "tex"):
+        raise sel.unsupported(ins, f".{space} memory, which QwenGPU does not have "
+                                   "(all data lives in the 126 words of global memory)")
+    return space
+
+
+def _vector_length(ins: ir.Instruction) -> int:
+    for modifier, count in (("v2", 2), ("v4", 4), ("v8", 8)):
+        if modifier in ins.modifiers:
+            return count
+    return 1
+
+
+def _check_memory_modifiers(sel: Selector, ins: ir.Instruction):
+    sel.check_modifiers(ins, _ORDERING_AND_CACHE | _MEMORY_SPACES | {"v2", "v4"})
+
+
+def _elements(sel: Selector, operand, count: int) -> list:
+    if count == 1:
+        if isinstance(operand, ir.Vector):
+            raise sel.error("a vector operand needs .v2 or .v4", operand)
+        return [operand]
+    if not isinstance(operand, ir.Vector) or len(operand.elements) != count:
+        raise sel.error(f"a .v{count} access needs a vector of {count} registers", operand)
+    return list(operand.elements)
+
+
+def address(sel: Selector, operand) -> tuple[VReg, int | SymbolRef]:
+    """`[base+offset]` as a base register and an immediate byte offset."""
+    if not isinstance(operand, ir.Memory):
+        raise sel.error("a memory operand [address] is needed here", operand)
+    base = operand.base
+    if isinstance(base, ir.Immediate):
+        return ZERO, base.value + operand.offset
+    if isinstance(base, ir.Symbol):
+        if base.name in sel.params:
+            raise sel.error(f"parameter {base.name} can only be read with ld.param", base)
+        sel.memory_variable(base)
+        return ZERO, SymbolRef(base.name, operand.offset)
+    value = sel.value(base, 32)
+    return sel.register(value), operand.offset
+
+
+def _offset(offset: int | SymbolRef, extra: int) -> int | SymbolRef:
+    if isinstance(offset, SymbolRef):
+        return SymbolRef(offset.symbol, offset.offset + extra)
+    return offset + extra
+
+
+# ---- loads and stores ---------------------------------------------------------------------------
+
+
+@handles("ld")
+def lower_ld(sel: Selector, ins: ir.Instruction):
+    _check_memory_modifiers(sel, ins)
+    space = _space(sel, ins)
+    type_name = sel.type_of(ins)
+    if type_name == "pred":
+        raise sel.unsupported(ins, "loading a predicate")
+    destination, source = sel.operands(ins, 2)
+    count = _vector_length(ins)
+    targets = _elements(sel, destination, count)
+    width = ir.type_width(type_name)
+    if width > 64:
+        raise sel.unsupported(ins, f"{width}-bit accesses")
+    signed = ir.is_signed(type_name)
+    if space == "param":
+        if count != 1:
+            raise sel.unsupported(ins, "vector parameter loads")
+        _load_param(sel, ins, destination, source, width, signed)
+        return
+    base, offset = address(sel, source)
+    step = width // 8
+    loaded = [_load(sel, base, _offset(offset, index * step), width, signed)
+              for index in range(count)]
+    _write_loaded(sel, targets, loaded, width, signed)
+
+
+def _load(sel: Selector, base: VReg, offset, width: int, signed: bool):
+    """One element: a word, a (low, high) pair, or an 8/16-bit value extended to 32 bits."""
+    if width == 32:
+        word = sel.temp()
+        sel.emit(Op.LD, d=word, a=base, imm=offset)
+        return word
+    if width == 64:
+        return _load(sel, base, offset, 32, False), _load(sel, base, _offset(offset, 4), 32,
+                                                             False)
+    byte_address = sel.alu(Op.ADD, base, offset) if offset != 0 else base
+    # Clearing only the bits that select the byte keeps an odd address odd for 16-bit loads,
+    # so the word load traps on it as misaligned, like the real access would.
+    aligned = sel.alu(Op.AND, byte_address, -4 if width == 8 else -3)
+    word = sel.temp()
+    sel.emit(Op.LD, d=word, a=sel.register(aligned), imm=0)
+    shift = sel.alu(Op.SHL, sel.alu(Op.AND, byte_address, 3), 3)
+    return sel.extend(sel.alu(Op.SHR_U, word, shift), width, signed)
+
+
+def _write_loaded(sel: Selector, targets: list, loaded: list, width: int, signed: bool):
+    moves = []
+    for target, value in zip(targets, loaded):
+        if target is None:
+            continue
+        target_width = sel.destination_width(target)
+        if width == 64:
+            if target_width != 64:
+                raise sel.error("a 64-bit load needs a 64-bit register", target)
+            moves.extend(zip(sel.destination_pair(target), value))
+        elif target_width == 64:
+            low, high = sel.destination_pair(target)
+            moves.extend(((low, value), (high, sel.sign_word(value) if signed else 0)))
+        else:
+            register, register_width = sel.destination(target)
+            if register_width < 32 and (signed or register_width < width):
+                value = sel.alu(Op.AND, value, mask(register_width))
+            moves.append((register, value))
+    sel.commit(*moves)
+
+
+def _load_param(sel: Selector, ins: ir.Instruction, destination, source, width: int,
+                signed: bool):
+    if not isinstance(source, ir.Memory) or not isinstance(source.base, ir.Symbol):
+        raise sel.error("ld.param reads [parameter] or [parameter+offset]", source)
+    name = source.base.name
+    param = sel.params.get(name)
+    if param is None:
+        if name in sel.kernel.variables:
+            raise sel.unsupported(ins, "function calls (this reads a call's parameter)")
+        raise sel.error(f"{name} is not a parameter of {sel.kernel.name}", source.base)
+    offset = source.offset
+    if offset < 0 or offset + width // 8 > param.size_bytes:
+        raise sel.error(f"reads bytes {offset}..{offset + width // 8 - 1} of parameter {name}, "
+                        f"which has {param.size_bytes} bytes", source)
+    if width >= 32 and offset % 4:
+        raise sel.error(f"a {width}-bit parameter read must be 4-byte aligned", source)
+
+    def word(index: int) -> VReg:
+        register = sel.temp()
+        sel.emit(Op.LDP, d=register, imm=ParamRef(name, index))
+        return register
+
+    if width == 64:
+        value = (word(offset // 4), word(offset // 4 + 1))
+    elif width == 32:
+        value = word(offset // 4)
+    else:
+        shifted = sel.alu(Op.SHR_U, word(offset // 4), 8 * (offset % 4))
+        value = sel.extend(shifted, width, signed)
+    _write_loaded(sel, [destination], [value], width, signed)
+
+
+@handles("st")
+def lower_st(sel: Selector, ins: ir.Instruction):
+    _check_memory_modifiers(sel, ins)
+    space = _space(sel, ins)
+    type_name = sel.type_of(ins)
+    destination, source = sel.operands(ins, 2)
+    if space == "param":
+        raise sel.unsupported(ins, "function calls (this writes a call's parameter)")
+    if space == "const":
+        raise sel.error("constant memory cannot be written")
+    width = ir.type_width(type_name)
+    if width < 32:
+        raise sel.unsupported(ins, f"{width}-bit stores: QwenGPU stores whole 32-bit words, and "
+                                   "rewriting the enclosing word would lose bytes that other "
+                                   "lanes store at the same time")
+    if width > 64:
+        raise sel.unsupported(ins, f"{width}-bit accesses")
+    count = _vector_length(ins)
+    values = _elements(sel, source, count)
+    base, offset = address(sel, destination)
+    step = width // 8
+    for index, element in enumerate(values):
+        if element is None:
+            raise sel.error("'_' cannot be stored", source)
+        element_offset = _offset(offset, index * step)
+        words: tuple[Source, ...] = sel.pair(element) if width == 64 else \
+            (sel.value(element, 32),)
+        for word_index, word in enumerate(words):
+            sel.emit(Op.ST, a=base, b=sel.register(word),
+                     imm=_offset(element_offset, 4 * word_index))
+
+
+@handles("cvta")
+def lower_cvta(sel: Selector, ins: ir.Instruction):
+    """Generic and global (and const) addresses are the same numbers on QwenGPU."""
+    sel.check_modifiers(ins, {"to", "global", "const", "param", "shared", "local"})
+    _space(sel, ins)
+    type_name = sel.type_of(ins, {"u32", "u64"})
+    destination, source = sel.operands(ins, 2)
+    if type_name == "u64":
+        sel.commit(*zip(sel.destination_pair(destination), sel.pair(source)))
+    else:
+        sel.write(destination, sel.value(source, 32))
+
+
+# ---- control flow -------------------------------------------------------------------------------
+
+
+@handles("bra")
+def lower_bra(sel: Selector, ins: ir.Instruction):
+    sel.check_modifiers(ins, {"uni"})
+    (target,) = sel.operands(ins, 1)
+    if not isinstance(target, ir.Symbol):
+        raise sel.unsupported(ins, "branches to a register (only labels)")
+    if target.name not in sel.labels:
+        raise sel.error(f"unknown label {target.name}", target)
+    sel.emit(Op.BRA, imm=LabelRef(target.name))
+
+
+@handles("ret", "exit")
+def lower_exit(sel: Selector, ins: ir.Instruction):
+    sel.check_modifiers(ins, {"uni"})
+    sel.operands(ins, 0)
+    sel.emit(Op.EXIT)
+
+
+@handles("membar", "fence")
+def lower_fence(sel: Selector, ins: ir.Instruction):
+    """One memory, and one instruction at a time: every access is already ordered."""

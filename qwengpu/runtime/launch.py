@@ -1,0 +1,449 @@
+"""Launch files: a kernel, its grid, its buffers and arguments, made ready for the machine.
+
+A launch file is JSON (docs/launch.md, DESIGN §5):
+
+    {"source": "kernel.cu", "kernel": "vector_add", "grid": 2, "block": 8,
+     "buffers": {"a": [1, 2], "c": [0, 0]}, "args": ["a", "c", 14]}
+
+`load_launch(path)` validates it (every mistake is a `LaunchError` pointing into the file),
+compiles the kernel (`qwengpu.ptx`), lays the buffers out in the 126 words of memory (in the
+order the file lists them, from word 0, then any `.global`/`.const` variables the kernel
+uses), links the program against that layout and fills the parameter words.  The result, a
+`Launch`, is everything a backend needs; `run_launch_sim` runs it on the reference
+interpreter and returns a `LaunchResult` (final buffers, records, trap).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from qwengpu.errors import CapacityError, LaunchError, Location, UserError
+from qwengpu.isa import MASK32, RZ, Instruction, Trap
+from qwengpu.ptx import ir
+from qwengpu.ptx.compile import load_program
+from qwengpu.ptx.program import MachineLimits, Program
+from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, load_machine,
+                                           new_simulator, run_simulator)
+
+LAUNCH_KEYS = ("source", "kernel", "grid", "block", "buffers", "args")
+
+
+@dataclass(frozen=True)
+class Region:
+    """A named run of memory words: a launch buffer or a kernel's memory variable."""
+
+    name: str
+    base_word: int
+    words: int
+    kind: str = "buffer"          # "buffer" or "variable"
+
+    @property
+    def base_address(self) -> int:
+        """The byte address a pointer to it holds."""
+        return 4 * self.base_word
+
+
+@dataclass
+class Launch:
+    """A launch ready to run: program, memory image, parameter words and configuration."""
+
+    source_path: str
+    kernel: str
+    grid: int
+    block: int
+    program: Program
+    instructions: list[Instruction]
+    memory: list[int]
+    params: list[int]
+    regions: list[Region]
+    limits: MachineLimits = field(default_factory=MachineLimits)
+    launch_path: str | None = None
+
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.block // self.limits.lanes)
+
+    @property
+    def warps(self) -> int:
+        return self.grid * self.warps_per_block
+
+    @property
+    def buffers(self) -> dict[str, Region]:
+        return {region.name: region for region in self.regions if region.kind == "buffer"}
+
+    @property
+    def variables(self) -> dict[str, Region]:
+        return {region.name: region for region in self.regions if region.kind == "variable"}
+
+    @property
+    def ptx_locations(self) -> list[Location | None]:
+        """The PTX instruction each machine instruction comes from, by program index."""
+        return self.program.ptx_locations
+
+    def region_of_word(self, word: int) -> tuple[Region, int] | None:
+        """The region holding memory word `word` and the index within it."""
+        for region in self.regions:
+            if region.base_word <= word < region.base_word + region.words:
+                return region, word - region.base_word
+        return None
+
+    def thread_of(self, warp: int, lane: int) -> tuple[int, int]:
+        """(blockIdx.x, threadIdx.x) of a lane."""
+        return warp // self.warps_per_block, (warp % self.warps_per_block) * self.limits.lanes \
+            + lane
+
+
+# ---- reading and checking a launch file ----------------------------------------------------------
+
+
+class _LaunchText:
+    """The text of a launch file, to point errors at the key they are about."""
+
+    def __init__(self, path: str, text: str):
+        self.path, self.text = path, text
+
+    def loc(self, *keys: str) -> Location:
+        """Where the first of `keys` (a JSON string) appears, else the file itself."""
+        for key in keys:
+            position = self.text.find(json.dumps(key))
+            if position >= 0:
+                line = self.text.count("\n", 0, position) + 1
+                column = position - (self.text.rfind("\n", 0, position) + 1) + 1
+                return Location(self.path, line, column)
+        return Location(self.path)
+
+    def error(self, message: str, *keys: str) -> LaunchError:
+        return LaunchError(message, self.loc(*keys), self.text)
+
+
+def machine_limits(machine: Machine | str | None = None) -> MachineLimits:
+    """What fits, read from the machine's spec (default: specs/qwengpu.hdl)."""
+    if not isinstance(machine, Machine):
+        machine = load_machine(machine)
+    return MachineLimits.from_shape(machine.shape)
+
+
+def load_launch(path: str, limits: MachineLimits | None = None) -> Launch:
+    """Read, check, compile and lay out a launch file.  The limits (registers, memory words,
+    ...) default to those of the spec, `machine_limits()`."""
+    limits = limits or machine_limits()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise LaunchError("launch file not found", Location(path)) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise LaunchError(f"cannot read the launch file: {error}", Location(path)) from None
+    source = _LaunchText(path, text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise LaunchError(f"not valid JSON: {error.msg}",
+                          Location(path, error.lineno, error.colno), text) from None
+    return launch_from_dict(data, base_dir=os.path.dirname(path), limits=limits,
+                            _source=source)
+
+
+def launch_from_dict(data, base_dir: str = ".", limits: MachineLimits | None = None,
+                     _source: _LaunchText | None = None) -> Launch:
+    """A launch from already-parsed launch-file contents; `source` is relative to `base_dir`."""
+    limits = limits or machine_limits()
+    source = _source or _LaunchText("<launch>", json.dumps(data, indent=1))
+    _check_shape(data, source)
+    source_path = os.path.join(base_dir, data["source"])
+    program = load_program(source_path, data["kernel"], limits)
+    return _build(data, source_path, program, limits, source)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_shape(data, source: _LaunchText):
+    if not isinstance(data, dict):
+        raise source.error("a launch file is a JSON object with the keys "
+                           + ", ".join(LAUNCH_KEYS))
+    for key in data:
+        if key not in LAUNCH_KEYS:
+            raise source.error(f"unknown key {key!r} (a launch has: {', '.join(LAUNCH_KEYS)})",
+                               key)
+    missing = [key for key in LAUNCH_KEYS if key not in data]
+    if missing:
+        raise source.error("missing " + ", ".join(repr(key) for key in missing)
+                           + f" (a launch has: {', '.join(LAUNCH_KEYS)})")
+    for key in ("source", "kernel"):
+        if not isinstance(data[key], str) or not data[key]:
+            raise source.error(f"{key!r} must be a non-empty string", key)
+    for key in ("grid", "block"):
+        if not _is_int(data[key]) or data[key] < 1:
+            raise source.error(f"{key!r} must be a positive integer, not {data[key]!r}", key)
+    buffers = data["buffers"]
+    if not isinstance(buffers, dict):
+        raise source.error("'buffers' must be an object: name -> list of integers", "buffers")
+    for name, values in buffers.items():
+        if not isinstance(values, list) or not all(_is_int(value) for value in values):
+            raise source.error(f"buffer {name!r} must be a list of integers", name)
+        for value in values:
+            if not -(1 << 31) <= value < (1 << 32):
+                raise source.error(f"buffer {name!r} holds {value}, which is not a 32-bit "
+                                   "integer (-2147483648 .. 4294967295)", name)
+    if not isinstance(data["args"], list):
+        raise source.error("'args' must be a list (buffer names and integers)", "args")
+
+
+def launch_for_program(program: Program, grid: int, block: int, buffers: dict[str, list[int]],
+                       args: list, limits: MachineLimits | None = None) -> Launch:
+    """A launch of an already compiled kernel (the Python API behind launch files)."""
+    data = {"source": program.ptx_path, "kernel": program.kernel, "grid": grid,
+            "block": block, "buffers": buffers, "args": args}
+    source = _LaunchText("<launch>", json.dumps(data, indent=1))
+    _check_shape(data, source)
+    return _build(data, program.ptx_path, program, limits or machine_limits(), source)
+
+
+def _build(data: dict, source_path: str, program: Program, limits: MachineLimits,
+           source: _LaunchText) -> Launch:
+    grid, block = data["grid"], data["block"]
+    warps = grid * -(-block // limits.lanes)
+    if warps > limits.warps:
+        raise CapacityError(
+            f"the launch needs {warps} warps (grid {grid} x ceil({block} / {limits.lanes}) "
+            f"threads per warp), but QwenGPU has {limits.warps}", source.loc("grid"),
+            source.text)
+    regions = _layout(data["buffers"], program, limits, source)
+    addresses = {region.name: region.base_address for region in regions}
+    memory = [0] * limits.memory_words
+    for name, values in data["buffers"].items():
+        base = addresses[name] // 4
+        memory[base:base + len(values)] = [value & MASK32 for value in values]
+    for region in regions:
+        if region.kind == "variable":
+            words = variable_words(program.variables[region.name])
+            memory[region.base_word:region.base_word + len(words)] = words
+    params = _param_words(data["args"], data["buffers"], program, addresses, limits, source)
+    return Launch(source_path=source_path, kernel=program.kernel, grid=grid, block=block,
+                  program=program, instructions=program.link(addresses), memory=memory,
+                  params=params, regions=regions, limits=limits,
+                  launch_path=source.path if source.path != "<launch>" else None)
+
+
+def _layout(buffers: dict, program: Program, limits: MachineLimits,
+            source: _LaunchText) -> list[Region]:
+    regions, next_word = [], 0
+    for name, values in buffers.items():
+        if name in program.variables:
+            raise source.error(f"buffer {name!r} has the name of a variable of the kernel", name)
+        regions.append(Region(name, next_word, len(values)))
+        next_word += len(values)
+    for name, variable in program.variables.items():
+        words = -(-variable.size_bytes // 4)
+        regions.append(Region(name, next_word, words, "variable"))
+        next_word += words
+    if next_word > limits.memory_words:
+        sizes = ", ".join(f"{region.name}: {region.words}" for region in regions)
+        raise CapacityError(
+            f"the buffers need {next_word} words ({sizes}), but QwenGPU has "
+            f"{limits.memory_words} words of memory ({next_word - limits.memory_words} too "
+            "many)", source.loc("buffers"), source.text)
+    return regions
+
+
+def variable_words(variable: ir.Variable) -> list[int]:
+    """The initial memory words of a `.global`/`.const` variable (little-endian bytes)."""
+    size = -(-variable.size_bytes // 4) * 4
+    data = bytearray(size)
+    element = variable.element_bytes
+    for index, value in enumerate(variable.initializer or ()):
+        if not isinstance(value, int):
+            raise LaunchError(f"{variable.name} is initialised with an address, which is not "
+                              "supported", variable.loc)
+        start = index * element
+        if start + element > variable.size_bytes:
+            raise LaunchError(f"{variable.name} has more initial values than elements",
+                              variable.loc)
+        data[start:start + element] = (value & ((1 << (8 * element)) - 1)).to_bytes(
+            element, "little")
+    return [int.from_bytes(data[i:i + 4], "little") for i in range(0, size, 4)]
+
+
+def _param_words(args: list, buffers: dict, program: Program, addresses: dict[str, int],
+                 limits: MachineLimits, source: _LaunchText) -> list[int]:
+    params = program.params
+    if len(args) != len(params):
+        listing = ", ".join(f"{param.name} (.{param.type}"
+                            f"{f'[{param.array_length}]' if param.is_array else ''})"
+                            for param in params) or "none"
+        raise source.error(f"kernel {program.kernel} takes {len(params)} arguments, the launch "
+                           f"gives {len(args)}; its parameters: {listing}", "args")
+    values: dict[str, list[int]] = {}
+    for param, arg in zip(params, args):
+        values[param.name] = _argument_words(param, arg, buffers, addresses, source)
+    words = [0] * limits.param_words
+    for slot, (name, word) in enumerate(program.param_slots):
+        words[slot] = values[name][word] if word < len(values[name]) else 0
+    return words
+
+
+def _argument_words(param: ir.Param, arg, buffers: dict, addresses: dict[str, int],
+                    source: _LaunchText) -> list[int]:
+    """The little-endian 32-bit words a parameter holds for this argument."""
+    size_words = max(-(-param.size_bytes // 4), 1)
+    if isinstance(arg, str):
+        if arg not in buffers:
+            known = ", ".join(buffers) or "none"
+            raise source.error(f"argument {arg!r} names no buffer (buffers: {known})", "args")
+        if param.is_array or param.size_bytes < 4:
+            raise source.error(f"parameter {param.name} (.{param.type}) cannot hold a pointer, "
+                               f"but the launch passes buffer {arg!r}", "args")
+        return [addresses[arg]] + [0] * (size_words - 1)
+    if _is_int(arg):
+        if param.is_array:
+            raise source.error(f"parameter {param.name} is a {param.size_bytes}-byte struct or "
+                               "array: pass a list of 32-bit words", "args")
+        bits = 8 * param.size_bytes
+        if not -(1 << (bits - 1)) <= arg < (1 << bits):
+            raise source.error(f"argument {arg} does not fit parameter {param.name} "
+                               f"(.{param.type}, {bits} bits)", "args")
+        value = arg & ((1 << bits) - 1)
+        return [(value >> (32 * index)) & MASK32 for index in range(size_words)]
+    if isinstance(arg, list) and all(_is_int(word) for word in arg):
+        if not param.is_array:
+            raise source.error(f"parameter {param.name} (.{param.type}) takes a buffer name or "
+                               "an integer, not a list", "args")
+        if len(arg) != size_words:
+            raise source.error(f"parameter {param.name} has {size_words} words, the launch gives "
+                               f"{len(arg)}", "args")
+        return [word & MASK32 for word in arg]
+    raise source.error(f"argument {arg!r}: use a buffer name, an integer, or a list of words for "
+                       "a struct parameter", "args")
+
+
+# ---- running -------------------------------------------------------------------------------------
+
+TRAP_DESCRIPTIONS = {
+    Trap.BAD_OPCODE: "invalid instruction",
+    Trap.ADDRESS_RANGE: "address out of range",
+    Trap.MISALIGNED: "misaligned address",
+    Trap.BAD_OPERAND: "bad operand",
+}
+
+
+@dataclass
+class TrapInfo:
+    """A fault that stopped the launch: what, where in the machine, where in the PTX."""
+
+    code: int
+    kind: str
+    message: str
+    record: int
+    warp: int
+    lane: int
+    block: int
+    thread: int
+    pc: int
+    instruction: str
+    ptx_loc: Location | None
+    ptx_text: str
+    address: int | None = None
+
+    def as_json(self) -> dict:
+        return {"code": self.code, "kind": self.kind, "message": self.message,
+                "record": self.record, "warp": self.warp, "lane": self.lane,
+                "block": self.block, "thread": self.thread, "pc": self.pc,
+                "instruction": self.instruction,
+                "ptx_line": self.ptx_loc.line if self.ptx_loc else None,
+                "ptx": self.ptx_text, "address": self.address}
+
+
+class LaunchTrap(UserError):
+    """A run-time fault of the machine, printed like a compile error at the PTX line."""
+
+    kind = "trap"
+
+
+@dataclass
+class LaunchResult:
+    """The outcome of a launch: final memory, every record, and the trap if one stopped it."""
+
+    launch: Launch
+    memory: list[int]
+    records: list[dict[str, int]]
+    trap: TrapInfo | None = None
+
+    def region_values(self, region: Region) -> list[int]:
+        """A region's words as signed 32-bit integers."""
+        words = self.memory[region.base_word:region.base_word + region.words]
+        return [signed_word(word) for word in words]
+
+    @property
+    def buffers(self) -> dict[str, list[int]]:
+        return {name: self.region_values(region) for name, region in self.launch.buffers.items()}
+
+    @property
+    def variables(self) -> dict[str, list[int]]:
+        return {name: self.region_values(region)
+                for name, region in self.launch.variables.items()}
+
+    def as_json(self) -> dict:
+        return {"buffers": self.buffers, "records": len(self.records),
+                "trap": self.trap.as_json() if self.trap else None}
+
+    def trap_error(self) -> LaunchTrap | None:
+        if self.trap is None:
+            return None
+        source = self.launch.program.ptx_source
+        return LaunchTrap(self.trap.message, self.trap.ptx_loc, source)
+
+
+def run_launch_sim(launch: Launch, max_records: int = DEFAULT_MAX_RECORDS,
+                   machine: Machine | str | None = None) -> LaunchResult:
+    """Run a launch on the reference interpreter of the spec (default specs/qwengpu.hdl)."""
+    simulator = new_simulator(machine, launch.instructions, launch.memory, launch.params,
+                              launch.grid, launch.block)
+    outcome = run_simulator(simulator, max_records)
+    trap = None
+    if outcome.trapped:
+        trap = describe_trap(launch, len(outcome.records) - 1, outcome.trap_record,
+                             lambda warp, lane, index: simulator.read_memory(
+                                 "regs", (warp, lane, index)))
+    return LaunchResult(launch, list(outcome.memory), outcome.records, trap)
+
+
+def describe_trap(launch: Launch, record_index: int, record: dict,
+                  read_register=None) -> TrapInfo:
+    """A readable account of the trap in `record`.  `read_register(warp, lane, r)` gives the
+    registers at the fault (the faulting step writes nothing), to name the bad address."""
+    code, warp, lane, pc = record["trap"], record["warp"], record["trap_lane"], record["pc"]
+    kind = TRAP_DESCRIPTIONS.get(code, f"trap {code}")
+    block, thread = launch.thread_of(warp, lane)
+    instructions = launch.instructions
+    instruction = instructions[pc] if pc < len(instructions) else None
+    slot = launch.program.slots[pc] if pc < len(launch.program.slots) else None
+    text = str(instruction) if instruction is not None else "(empty slot)"
+    detail, address = "", None
+    if code == Trap.BAD_OPCODE and instruction is None:
+        detail = (f": the program has {len(instructions)} instructions and this warp ran past "
+                  "the end")
+    elif code in (Trap.ADDRESS_RANGE, Trap.MISALIGNED) and instruction is not None \
+            and read_register is not None:
+        base = 0 if instruction.a == RZ else read_register(warp, lane, instruction.a)
+        address = (base + instruction.imm) & MASK32
+        words = launch.limits.memory_words
+        if code == Trap.ADDRESS_RANGE:
+            detail = (f": byte address {address} is word {address // 4}, past the "
+                      f"{words} words of memory")
+        else:
+            detail = f": byte address {address} is not a multiple of 4"
+    where = (f"warp {warp}, lane {lane} (block {block}, thread {thread}), pc {pc}: {text}")
+    message = f"{kind}{detail}; in {where}"
+    return TrapInfo(code=code, kind=kind, message=message, record=record_index, warp=warp,
+                    lane=lane, block=block, thread=thread, pc=pc, instruction=text,
+                    ptx_loc=slot.ptx_loc if slot else None,
+                    ptx_text=slot.ptx_text if slot else "", address=address)
+
+
+def signed_word(value: int) -> int:
+    value &= MASK32
+    return value - (1 << 32) if value & 0x8000_0000 else value

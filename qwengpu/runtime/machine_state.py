@@ -1,0 +1,202 @@
+"""The glue between a launch and the machine: fill its state, run it, collect the results.
+
+A launch (program, memory image, parameters, grid and block size) becomes the initial state of
+the machine exactly as docs/isa.md ("State") says, on the reference interpreter of the spec.
+The numbers that decide what fits (LANES, WARPS, MEM_WORDS, PARAM_WORDS, PROG_WORDS) are read
+from the elaborated spec, so a changed spec changes what fits; a launch that does not fit is a
+`CapacityError` saying by how much.
+
+    machine = load_machine()                                  # specs/qwengpu.hdl
+    result = run(machine, program, memory, params, grid=2, block=8)
+    result.memory, result.records, result.trap
+
+`new_simulator` returns the filled `Simulator` for callers that want to step it themselves.
+Elaborated specs are cached per file (and modification time), so repeated launches are cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import qwengpu
+from qwengpu.dsl.elaborate import load_design
+from qwengpu.dsl.interp import Simulator, compile_step
+from qwengpu.dsl.netlist import Design
+from qwengpu.errors import CapacityError, HdlError, LaunchError, Location
+from qwengpu.isa import MASK32, Instruction, Trap
+
+DEFAULT_SPEC = Path(qwengpu.__file__).resolve().parents[1] / "specs" / "qwengpu.hdl"
+DEFAULT_MAX_RECORDS = 1_000_000
+
+# What a launch fills: memories and registers by name, as docs/isa.md lists them.
+LAUNCH_MEMORIES = ("prog", "mem", "params", "live", "warp_ctaid", "warp_tid0")
+LAUNCH_REGISTERS = ("ntid", "nctaid")
+SHAPE_PARAMETERS = ("LANES", "WARPS", "REGS", "PREDS", "MEM_WORDS", "PARAM_WORDS", "PROG_WORDS")
+
+
+@dataclass(frozen=True)
+class MachineShape:
+    """The spec's parameters that decide what a launch may use."""
+
+    lanes: int
+    warps: int
+    regs: int
+    preds: int
+    mem_words: int
+    param_words: int
+    prog_words: int
+
+    @classmethod
+    def from_design(cls, design: Design) -> "MachineShape":
+        missing = [name for name in SHAPE_PARAMETERS if name not in design.params]
+        if missing:
+            raise HdlError(f"{design.name} is not a QwenGPU machine: it has no parameter "
+                           f"{', '.join(missing)} (docs/isa.md)", Location(design.file))
+        return cls(*(design.params[name] for name in SHAPE_PARAMETERS))
+
+
+class Machine:
+    """An elaborated machine spec, its shape, and its compiled step (shared by simulators)."""
+
+    def __init__(self, design: Design):
+        self.design = design
+        self.shape = MachineShape.from_design(design)
+        _check_launch_state(design, self.shape)
+        self._step = compile_step(design)
+
+    def simulator(self) -> Simulator:
+        """A fresh simulator in the reset state."""
+        return Simulator(self.design, self._step)
+
+
+def _check_launch_state(design: Design, shape: MachineShape) -> None:
+    expected_shapes = {"prog": (shape.prog_words,), "mem": (shape.mem_words,),
+                       "params": (shape.param_words,), "live": (shape.warps, shape.lanes),
+                       "warp_ctaid": (shape.warps,), "warp_tid0": (shape.warps,)}
+    for name in LAUNCH_MEMORIES:
+        memory = design.memories.get(name)
+        if memory is None:
+            raise HdlError(f"{design.name} has no memory '{name}', which a launch fills "
+                           f"(docs/isa.md, \"State\")", Location(design.file))
+        if memory.shape != expected_shapes[name]:
+            raise HdlError(f"memory {name} has shape {list(memory.shape)}, a launch expects "
+                           f"{list(expected_shapes[name])}", memory.loc)
+    for name in LAUNCH_REGISTERS:
+        if name not in design.registers:
+            raise HdlError(f"{design.name} has no register '{name}', which a launch fills "
+                           f"(docs/isa.md, \"State\")", Location(design.file))
+    if design.memories["prog"].width != 64:
+        raise HdlError("memory prog must hold 64-bit instructions", design.memories["prog"].loc)
+
+
+@lru_cache(maxsize=16)
+def _cached_machine(path: str, mtime_ns: int, overrides: tuple) -> Machine:
+    return Machine(load_design(path, dict(overrides)))
+
+
+def load_machine(spec: str | Path | None = None,
+                 overrides: Mapping[str, int] | None = None) -> Machine:
+    """The machine of a spec file (default: the repository's specs/qwengpu.hdl)."""
+    path = Path(spec) if spec is not None else DEFAULT_SPEC
+    try:
+        mtime_ns = path.stat().st_mtime_ns
+    except OSError:
+        mtime_ns = 0          # load_design reports the missing file
+    return _cached_machine(str(path), mtime_ns, tuple(sorted((overrides or {}).items())))
+
+
+def _too_many(what: str, count: int, limit: int, parameter: str) -> CapacityError:
+    return CapacityError(f"{what}: {count}, but the machine holds {limit} ({parameter}); "
+                         f"{count - limit} too many")
+
+
+def warps_per_block(block: int, lanes: int) -> int:
+    return -(-block // lanes)
+
+
+def new_simulator(machine: Machine | str | Path | None, program: Sequence[Instruction],
+                  memory: Sequence[int], params: Sequence[int], grid: int,
+                  block: int) -> Simulator:
+    """A simulator whose state holds this launch (docs/isa.md, "State"), ready to step.
+
+    `machine` is a `Machine`, a spec path, or None for the default spec.  Memory and
+    parameter words may be negative; they are taken modulo 2**32.  Raises `CapacityError`
+    when something does not fit and `LaunchError` for a grid or block below 1."""
+    if not isinstance(machine, Machine):
+        machine = load_machine(machine)
+    shape = machine.shape
+    if grid < 1 or block < 1:
+        raise LaunchError(f"grid and block must be at least 1 (got grid {grid}, "
+                          f"block {block})")
+    if len(program) > shape.prog_words:
+        raise _too_many("instructions in the program", len(program), shape.prog_words,
+                        "PROG_WORDS")
+    if len(memory) > shape.mem_words:
+        raise _too_many("words in the memory image", len(memory), shape.mem_words,
+                        "MEM_WORDS")
+    if len(params) > shape.param_words:
+        raise _too_many("parameter words", len(params), shape.param_words, "PARAM_WORDS")
+    per_block = warps_per_block(block, shape.lanes)
+    if grid * per_block > shape.warps:
+        raise CapacityError(
+            f"warps needed by the launch: {grid * per_block} ({grid} block"
+            f"{'s' if grid != 1 else ''} of {block} threads, {per_block} warp"
+            f"{'s' if per_block != 1 else ''} of {shape.lanes} lanes each), but the machine "
+            f"holds {shape.warps} (WARPS); {grid * per_block - shape.warps} too many")
+
+    sim = machine.simulator()
+    sim.load_memory("prog", [instruction.encode() for instruction in program])
+    sim.load_memory("mem", list(memory))
+    sim.load_memory("params", list(params))
+    for warp in range(grid * per_block):
+        block_index, warp_in_block = divmod(warp, per_block)
+        tid0 = warp_in_block * shape.lanes
+        sim.write_memory("warp_ctaid", (warp,), block_index)
+        sim.write_memory("warp_tid0", (warp,), tid0)
+        for lane in range(shape.lanes):
+            sim.write_memory("live", (warp, lane), int(tid0 + lane < block))
+    sim.set_register("ntid", block)
+    sim.set_register("nctaid", grid)
+    return sim
+
+
+@dataclass
+class LaunchResult:
+    """What a launch produced on the interpreter."""
+
+    records: list[dict[str, int]]
+    memory: list[int]                     # final global memory, words as unsigned ints
+    trap: Trap = Trap.NONE
+    trap_record: dict[str, int] | None = field(default=None)   # the record that trapped
+
+    @property
+    def trapped(self) -> bool:
+        return self.trap != Trap.NONE
+
+
+def run_simulator(sim: Simulator, max_records: int = DEFAULT_MAX_RECORDS) -> LaunchResult:
+    """Step a filled simulator until the machine stops; `LaunchError` past `max_records`."""
+    records = sim.run(max_records)
+    if len(records) == max_records and sim.step() is not None:
+        raise LaunchError(f"the launch did not finish within {max_records} records "
+                          f"(an endless loop?)")
+    trap = Trap(sim.registers.get("trap", 0)) if sim.registers.get("halted") else Trap.NONE
+    return LaunchResult(records=records, memory=list(sim.memories["mem"]), trap=trap,
+                        trap_record=records[-1] if trap != Trap.NONE and records else None)
+
+
+def run(machine: Machine | str | Path | None, program: Sequence[Instruction],
+        memory: Sequence[int], params: Sequence[int], grid: int, block: int,
+        max_records: int = DEFAULT_MAX_RECORDS) -> LaunchResult:
+    """Run a launch to the end on the interpreter (see `new_simulator` for the arguments)."""
+    return run_simulator(new_simulator(machine, program, memory, params, grid, block),
+                         max_records)
+
+
+def signed_word(value: int) -> int:
+    """A 32-bit word read as two's complement."""
+    value &= MASK32
+    return value - (1 << 32) if value & 0x8000_0000 else value

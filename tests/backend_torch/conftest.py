@@ -1,0 +1,135 @@
+"""A test bench for MLP gadgets on stock transformers.
+
+`run_gadget` builds a small blank `Qwen3_5ForCausalLM` (linear-attention layers plus one
+full-attention layer, all no-ops), installs a gadget in the MLPs of its first layers, and gives
+every test case its own token whose embedding holds the case's inputs (one-hot groups, ONE).
+It runs the cases through the model in prefill and token-by-token decode and returns the final
+residual of each path, so tests decode the output groups and compare them with the reference.
+
+Measured figures (worst deviation from the ideal one-hot, least decode margin) are collected
+per gadget; with `QWENGPU_GADGET_REPORT=path.json` they are written out at the end of the run
+(they feed `docs/gadgets.md`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+
+from qwengpu.backend_torch.gadgets import Gadget, install
+from qwengpu.backend_torch.model import FULL, LINEAR, blank_model, decode_logits, \
+    make_config, prefill_logits
+from qwengpu.backend_torch.residual import Live, ResidualLayout, decode_many, \
+    decode_word_many, deviation, Word
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+PATHS = ("prefill", "decode")
+REPORT: dict[str, dict] = {}
+
+
+def bench_config(hidden: int, layers: int, vocab: int, intermediate: int):
+    """A tiny Qwen3.5 config: `layers` gadget layers (linear attention) + one full attention."""
+    types = [LINEAR] * layers + [FULL]
+    return make_config(layers + 1, hidden, intermediate, types, vocab,
+                       linear_num_key_heads=1, linear_num_value_heads=1,
+                       linear_key_head_dim=16, linear_value_head_dim=16,
+                       num_attention_heads=1, num_key_value_heads=1, head_dim=16)
+
+
+@dataclass
+class BenchRun:
+    """Final residuals `[cases, hidden]` per path of one gadget run."""
+
+    residuals: dict[str, torch.Tensor]
+    layout: ResidualLayout
+    units: list[int] = field(default_factory=list)
+
+    def read(self, target: Live, path: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """Decoded values and margins of a group or word, per case."""
+        residual = self.residuals[path]
+        if isinstance(target, Word):
+            return decode_word_many(target, residual)
+        return decode_many(target, residual)
+
+
+def run_gadget(gadget: Gadget, layout: ResidualLayout, cases: list[dict], dtype: torch.dtype,
+               *, live=None, paths=PATHS, seq_len: int = 64) -> BenchRun:
+    """Run `gadget` on `cases` (dicts group/word -> value) in every path; see module doc."""
+    live = list(live if live is not None else {k for case in cases[:1] for k in case})
+    units_needed = max(gadget.cost().units)
+    intermediate = max(64, -(-units_needed // 64) * 64)
+    config = bench_config(layout.hidden_size, gadget.layers, len(cases), intermediate)
+    model = blank_model(config, dtype)
+    with torch.no_grad():
+        table = torch.stack([layout.embed(case) for case in cases])
+        model.model.embed_tokens.weight.copy_(table.to(dtype))
+    units = install(gadget, model, layout, list(range(gadget.layers)), live)
+    # Cases become a [batch, seq_len] block of token ids; padding repeats token 0.
+    count = len(cases)
+    seq_len = min(seq_len, count)
+    batch = -(-count // seq_len)
+    ids = torch.arange(batch * seq_len) % count
+    ids = ids.reshape(batch, seq_len)
+    residuals = {}
+    for path in paths:
+        run = (prefill_logits if path == "prefill" else decode_logits)(model, ids,
+                                                                       hidden_states=True)
+        residuals[path] = run.hidden_states[gadget.layers].reshape(-1, layout.hidden_size)[:count]
+    return BenchRun(residuals, layout, units)
+
+
+def check_outputs(run: BenchRun, name: str, dtype_name: str, outputs: dict[Live, list[int]],
+                  *, max_deviation: float, min_margin: float) -> dict:
+    """Check every output decodes to its expected values in every path, within the deviation
+    and margin bounds.  The measured figures (wrong cases, worst deviation, least margin) are
+    recorded under `name` before anything is asserted, so a failing dtype leaves its evidence."""
+    worst_dev, least_margin, wrong_cases, first_wrong = 0.0, float("inf"), 0, None
+    for path, residual in run.residuals.items():
+        for target, expected in outputs.items():
+            expected = torch.tensor(expected, dtype=torch.long)
+            values, margins = run.read(target, path)
+            wrong = (values != expected).nonzero().flatten()
+            wrong_cases = max(wrong_cases, len(wrong))
+            if len(wrong) and first_wrong is None:
+                case = wrong[0].item()
+                first_wrong = (f"{path}: {target.name} case {case}: got "
+                               f"{values[case].item():#x}, want {expected[case].item():#x}")
+            worst_dev = max(worst_dev, deviation(target, residual, expected).max().item())
+            least_margin = min(least_margin, margins.min().item())
+    cases = len(next(iter(outputs.values())))
+    figures = {"max_deviation": worst_dev, "min_margin": least_margin, "cases": cases,
+               "wrong_cases": wrong_cases}
+    REPORT.setdefault(name, {})[dtype_name] = figures
+    assert not wrong_cases, f"{name} {dtype_name}: {wrong_cases}/{cases} wrong; {first_wrong}"
+    assert worst_dev <= max_deviation, f"{name} {dtype_name}: deviation {worst_dev:.3g}"
+    assert least_margin >= min_margin, f"{name} {dtype_name}: margin {least_margin:.3g}"
+    return figures
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = os.environ.get("QWENGPU_GADGET_REPORT")
+    if path and REPORT:
+        existing = {}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                existing = json.load(handle)
+        for name, per_dtype in REPORT.items():
+            existing.setdefault(name, {}).update(per_dtype)
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(existing, handle, indent=1, sort_keys=True)
+
+
+@pytest.fixture(params=sorted(DTYPES), ids=sorted(DTYPES))
+def dtype_name(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def bench():
+    """The bench helpers (`run`, `check`, `DTYPES`) for gadget tests."""
+    from types import SimpleNamespace
+    return SimpleNamespace(run=run_gadget, check=check_outputs, DTYPES=DTYPES)
