@@ -183,22 +183,26 @@ def _residual_stream(model: Qwen3_5ForCausalLM, ids: torch.Tensor, **kwargs):
 
 
 @torch.no_grad()
-def prefill_logits(model: Qwen3_5ForCausalLM, ids, *, hidden_states: bool = False
-                   ) -> ForwardResult:
-    """One forward over the whole sequence: the chunked Gated DeltaNet path."""
+def prefill_logits(model: Qwen3_5ForCausalLM, ids, *, hidden_states: bool = False,
+                   last_logits_only: bool = False) -> ForwardResult:
+    """One forward over the whole sequence: the chunked Gated DeltaNet path.
+
+    `last_logits_only` keeps the logits of the last position only (big vocabularies)."""
     ids = _as_batch(ids)
+    keep = 1 if last_logits_only else 0
     if not hidden_states:
-        return ForwardResult(model(input_ids=ids, use_cache=False).logits)
-    out, stream = _residual_stream(model, ids, use_cache=False)
+        return ForwardResult(model(input_ids=ids, use_cache=False, logits_to_keep=keep).logits)
+    out, stream = _residual_stream(model, ids, use_cache=False, logits_to_keep=keep)
     return ForwardResult(out.logits, stream)
 
 
 @torch.no_grad()
-def decode_logits(model: Qwen3_5ForCausalLM, ids, *, hidden_states: bool = False
-                  ) -> ForwardResult:
+def decode_logits(model: Qwen3_5ForCausalLM, ids, *, hidden_states: bool = False,
+                  last_logits_only: bool = False) -> ForwardResult:
     """Token by token through a `DynamicCache`: the recurrent Gated DeltaNet path.
 
-    The first token starts the cache; every later token is a one-token forward with it."""
+    The first token starts the cache; every later token is a one-token forward with it.
+    `last_logits_only` keeps the logits of the last position only (big vocabularies)."""
     from transformers import DynamicCache
 
     ids = _as_batch(ids)
@@ -212,7 +216,8 @@ def decode_logits(model: Qwen3_5ForCausalLM, ids, *, hidden_states: bool = False
         else:
             out = model(input_ids=step, cache=cache, use_cache=True)
         cache = out.cache
-        logits.append(out.logits)
+        if not last_logits_only or position == ids.shape[1] - 1:
+            logits.append(out.logits)
     stream = None
     if hidden_states:
         stream = tuple(torch.cat(parts, dim=1) for parts in zip(*streams))

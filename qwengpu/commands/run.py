@@ -3,6 +3,7 @@
     hdlc run examples/vector_add/launch.json              # buffers, one per line
     hdlc run launch.json --json                           # one JSON object on stdout
     hdlc run launch.json --trace                          # every record, readably
+    hdlc run launch.json --listing                        # the machine code, with PTX lines
 
 The backend is a choice: `sim` (the reference interpreter of specs/qwengpu.hdl) runs now;
 `model` (the compiled Qwen3.5 model) slots into `BACKENDS` when it exists.  A trap prints a
@@ -56,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='print one JSON object {"buffers", "records", "trap"} on stdout')
     parser.add_argument("--trace", action="store_true",
                         help="print every record readably (on stderr with --json)")
+    parser.add_argument("--listing", action="store_true",
+                        help="print the machine code with the PTX line of each instruction "
+                             "(on stderr with --json)")
     parser.add_argument("--max-records", type=int, default=DEFAULT_MAX_RECORDS, metavar="N",
                         help=f"stop with an error after N records (default {DEFAULT_MAX_RECORDS})")
 
@@ -64,9 +68,12 @@ def run(args: argparse.Namespace) -> int:
     if args.max_records < 1:
         raise UserError("--max-records must be at least 1")
     launch = load_launch(args.launch)
+    stream = sys.stderr if args.json else sys.stdout
+    if args.listing:
+        addresses = {region.name: region.base_address for region in launch.regions}
+        print(launch.program.listing(addresses), file=stream)
     result = BACKENDS[args.backend](launch, args)
     if args.trace:
-        stream = sys.stderr if args.json else sys.stdout
         for line in format_trace(result.records, launch):
             print(line, file=stream)
     if args.json:

@@ -20,15 +20,27 @@ from qwengpu.errors import HdlError, Location
 
 GRAMMAR_PATH = Path(__file__).with_name("hdl.lark")
 
-# Comments seen by the lexer during the current parse (Lark ignores them otherwise).
+KEYWORDS = frozenset({"machine", "param", "const", "type", "enum", "fn", "memory", "register",
+                      "stage", "let", "out", "emit", "stop", "when", "for", "in", "assert",
+                      "return", "match"})
+
+# Comments and names seen by the lexer during the current parse.  Lark drops comments, and
+# its contextual lexer would let a keyword through as a name where only a name can follow.
 _comments: list[Token] = []
+_keyword_names: list[Token] = []
+
+
+def _check_name(token: Token) -> Token:
+    if token.value in KEYWORDS:
+        _keyword_names.append(token)
+    return token
 
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     return Lark(GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr",
                 propagate_positions=True, maybe_placeholders=False,
-                lexer_callbacks={"COMMENT": _comments.append})
+                lexer_callbacks={"COMMENT": _comments.append, "NAME": _check_name})
 
 
 def parse_number(text: str) -> int:
@@ -300,10 +312,15 @@ class _ToAst(Transformer):
 def parse(source: str, file: str = "<spec>") -> ast.Spec:
     """Parse a whole spec; raises `HdlError` at the first syntax error."""
     _comments.clear()
+    _keyword_names.clear()
     try:
         tree = _lark().parse(source)
     except UnexpectedInput as error:
         raise _syntax_error(error, file, source) from None
+    if _keyword_names:
+        token = _keyword_names[0]
+        raise HdlError(f"'{token}' is a keyword and cannot be used as a name",
+                       Location(file, token.line, token.column), source)
     docs = {}
     for comment in _comments:
         text = str(comment)

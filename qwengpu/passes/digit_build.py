@@ -116,7 +116,7 @@ class DigitBuilder:
             # Canonical one-input form: the term is the function, the table the identity.
             domain = domains[0]
             values = {v: outputs[terms[0][v]] for v in domain}
-            if all(values[v] == v for v in domain):
+            if all(values[v] == v for v in domain) and self.graph.node(args[0]).width <= width:
                 return args[0]
             term = tuple(values.get(v, 0) for v in range(1 << self.graph.node(args[0]).width))
             low, high = min(image), max(image)
@@ -168,8 +168,13 @@ class DigitBuilder:
         strides = lut_strides(widths)
         table = [0] * (1 << sum(widths))
         image = set()
+        if all(source[0] == "var" for source in sources):
+            positions = [variables.index(source[1]) for source in sources]
+            bind = lambda combo: [combo[p] for p in positions]  # noqa: E731
+        else:
+            bind = lambda combo: _bind(sources, dict(zip(variables, combo)))  # noqa: E731
         for combo in product(*domains):
-            out = fn(*_bind(sources, dict(zip(variables, combo))))
+            out = fn(*bind(combo))
             table[sum(v * s for v, s in zip(combo, strides))] = out
             image.add(out)
         if len(image) == 1:
@@ -226,6 +231,37 @@ class DigitBuilder:
         for arm in reachable:
             image |= set(self.graph.domain(arm))
         record = IrNode("select", width, (selector, *arms), label=label,
+                        domain=self._domain_field(image, width), **self.origin)
+        return self._emit(record)
+
+    def priority(self, conditions: Sequence[tuple[int, Callable[[int], int]]],
+                 arms: Sequence[int], default: int, width: int,
+                 label: str | None = None) -> int:
+        """The first `arms[i]` whose condition `(x, holds)` is true of x's value, else
+        `default`."""
+        kept: list[tuple[int, tuple[int, ...]]] = []
+        kept_arms: list[int] = []
+        for (node_id, holds), arm in zip(conditions, arms):
+            domain = self.graph.domain(node_id)
+            truth = {v: 1 if holds(v) else 0 for v in domain}
+            if not any(truth.values()):
+                continue                          # never holds: the arm is unreachable
+            if all(truth.values()):
+                default = arm                     # always holds: later arms are unreachable
+                break
+            term = tuple(truth.get(v, 0) for v in range(1 << self.graph.node(node_id).width))
+            kept.append((node_id, term))
+            kept_arms.append(arm)
+        while kept_arms and kept_arms[-1] == default:
+            kept.pop()                            # the last arm equals the default
+            kept_arms.pop()
+        if not kept:
+            return default
+        image = set(self.graph.domain(default))
+        for arm in kept_arms:
+            image |= set(self.graph.domain(arm))
+        record = IrNode("priority", width, (*(c for c, _ in kept), *kept_arms, default),
+                        terms=tuple(t for _, t in kept), label=label,
                         domain=self._domain_field(image, width), **self.origin)
         return self._emit(record)
 

@@ -3,7 +3,7 @@
 After lowering, every value is at most 4 bits wide (a bit, a hex digit, a partial top digit,
 or a small enumeration such as a generate/propagate class) and held one-hot in the residual
 stream.  Besides `const` and the state ports (`register`, `read` of one digit, and the sinks),
-four operators compute everything.  Each is one row of `DIGIT_OPS`, written once: its meaning
+five operators compute everything.  Each is one row of `DIGIT_OPS`, written once: its meaning
 (`evaluate`), the set of values it can produce from given input value sets (`image`), its cost
 in the backend (`cost`, MLP units of one depth-1 gadget), and its structural check (`check`).
 
@@ -23,6 +23,11 @@ in the backend (`cost`, MLP units of one depth-1 gadget), and its structural che
   terms are mutually exclusive), so the cost is the number of inputs.
 - `select s, x0, x1, ...`: `x_s` -- a one-hot selector gating one-hot arms.  Gadget: one AND
   unit per value of each non-constant arm, and one per constant arm.
+- `priority c1..ck, x1..xk, d`: the first `x_i` whose condition holds, else `d` -- a whole
+  `match`/if-else chain in one gadget.  Condition `i` is `terms[i][c_i]` (a 0/1 table over the
+  values of input `c_i`, read linearly from its one-hot group).  Gadget: one unit per value of
+  each non-constant arm, `relu(c_i + x_i[v] - c_1 - ... - c_(i-1) - 1)`, so the cost is that
+  of a `select` with the same arms.
 
 Tables are tuples indexed as above; entries for input values outside the inputs' domains
 are don't-cares, kept at 0 so that equal functions have equal tables.
@@ -67,6 +72,14 @@ def _eval_select(node, values, widths):
     return values[1 + values[0]]
 
 
+def _eval_priority(node, values, widths):
+    count = len(node.terms)
+    for i, term in enumerate(node.terms):
+        if term[values[i]]:
+            return values[count + i]
+    return values[-1]
+
+
 def sum_values(terms: Sequence[Sequence[int]], domains: Sequence[Sequence[int]]) -> set[int]:
     """Every total `S` that the inputs of a `sum` can produce."""
     totals = {0}
@@ -103,6 +116,15 @@ def _image_select(node, domains, widths):
     return out
 
 
+def _image_priority(node, domains, widths):
+    count = len(node.terms)
+    out = set(domains[-1])
+    for i, term in enumerate(node.terms):
+        if any(term[v] for v in domains[i]):
+            out |= set(domains[count + i])
+    return out
+
+
 def _cost_lut(node, domains, constant):
     return prod(len(d) for d in domains)
 
@@ -122,6 +144,12 @@ def _cost_carry(node, domains, constant):
 
 def _cost_select(node, domains, constant):
     return sum(1 if is_const else len(d) for d, is_const in zip(domains[1:], constant[1:]))
+
+
+def _cost_priority(node, domains, constant):
+    count = len(node.terms)
+    return sum(1 if is_const else len(d) for d, is_const in zip(domains[count:],
+                                                               constant[count:]))
 
 
 def _check_lut(node, widths):
@@ -165,6 +193,19 @@ def _check_select(node, widths):
     return None
 
 
+def _check_priority(node, widths):
+    count = len(node.terms or ())
+    if count < 1 or len(widths) != 2 * count + 1:
+        return f"priority needs k conditions, k arms and a default, got {len(widths)} inputs " \
+               f"for {count} condition tables"
+    for index, (term, width) in enumerate(zip(node.terms, widths)):
+        if len(term) != 1 << width or any(t not in (0, 1) for t in term):
+            return f"condition table {index} is not a 0/1 table over a u{width} input"
+    if any(w > node.width for w in widths[count:]):
+        return f"priority arm wider than the result ({tuple(widths[count:])} vs u{node.width})"
+    return None
+
+
 @dataclass(frozen=True)
 class DigitOp:
     """One row of the digit-level table."""
@@ -190,5 +231,8 @@ DIGIT_OPS: dict[str, DigitOp] = {row.name: row for row in [
             "one unit per input"),
     DigitOp("select", "one-hot selector choosing among one-hot arms",
             _eval_select, _image_select, _cost_select, _check_select,
+            "one unit per value of each variable arm, one per constant arm"),
+    DigitOp("priority", "first arm whose condition holds, else the default",
+            _eval_priority, _image_priority, _cost_priority, _check_priority,
             "one unit per value of each variable arm, one per constant arm"),
 ]}

@@ -27,7 +27,7 @@ from sympy.logic.boolalg import BooleanFalse, BooleanTrue
 
 from qwengpu.dsl import semantics
 from qwengpu.passes.digit_build import DigitBuilder
-from qwengpu.passes.digits import DIGIT_OPS, lut_strides
+from qwengpu.passes.digits import DIGIT_OPS, lut_strides, sum_values
 from qwengpu.passes.ir import COMMUTATIVE_OPS, SINK_OPS, Graph, IrNode, keep_origin
 from qwengpu.passes.registry import register
 
@@ -289,11 +289,92 @@ def _rebuild(f: Folder, expression) -> int:
 
 # ---- digits ----------------------------------------------------------------------------------
 
+def _already_canonical(f: Folder, node: IrNode, widths: list[int]) -> bool:
+    """True when rebuilding a multi-input lut or sum could change nothing but its domain
+    (the common case, decided without building the table again)."""
+    graph = f.graph
+    if node.op not in ("lut", "sum") or len(node.args) < 2 or \
+            len(set(node.args)) != len(node.args):
+        return False
+    for arg in node.args:
+        if graph.const_value(arg) is not None:
+            return False
+        unary = f.build.unary_of(arg)
+        if unary is not None and (node.op == "sum" or len(graph.domain(unary[0])) <=
+                                  len(graph.domain(arg))):
+            return False
+    domains = [graph.domain(a) for a in node.args]
+    if node.op == "lut":
+        reachable = [0]
+        for domain, stride in zip(domains, lut_strides(widths)):
+            reachable = [i + v * stride for i in reachable for v in domain]
+        keep = set(reachable)
+        entries = node.table
+        return len({entries[i] for i in keep}) > 1 and \
+            all(entries[i] == 0 for i in range(len(entries)) if i not in keep)
+    totals = sum_values(node.terms, domains)
+    low, high = min(totals), max(totals)
+    if node.base != low or len(node.table) != high - low + 1:
+        return False
+    for term, domain in zip(node.terms, domains):
+        inside = set(domain)
+        if any(t != 0 for v, t in enumerate(term) if v not in inside):
+            return False
+    return len({node.table[s - low] for s in totals}) > 1 and \
+        all(node.table[s - low] == 0 for s in range(low, high + 1) if s not in totals)
+
+
+def _bit_vote(graph: Graph, node: IrNode) -> str | None:
+    """"or" / "and" when the node is a `sum` of 0/1 contributions that asks for at least one /
+    all of them; such nodes merge with their own kind (x | (y | z) -> one sum)."""
+    if node.op != "sum" or node.width != 1:
+        return None
+    domains = [graph.domain(a) for a in node.args]
+    if any(term[v] not in (0, 1) for term, d in zip(node.terms, domains) for v in d):
+        return None
+    totals = sum_values(node.terms, domains)
+    out = {s: node.table[s - node.base] for s in totals}
+    count = len(node.args)
+    if all(out[s] == (1 if s >= 1 else 0) for s in totals):
+        return "or"
+    if all(out[s] == (1 if s == count else 0) for s in totals):
+        return "and"
+    return None
+
+
+def _merge_votes(f: Folder, node_id: int, node: IrNode) -> int | None:
+    # x | (y | z) -> or(x, y, z); x & (y & z) -> and(x, y, z): one gadget, not a chain.
+    graph = f.graph
+    kind = _bit_vote(graph, node)
+    if kind is None:
+        return None
+    inputs, merged = [], False
+    for arg, term in zip(node.args, node.terms):
+        inner = graph.node(arg)
+        if term[0] == 0 and term[1] == 1 and graph.const_value(arg) is None and \
+                _bit_vote(graph, inner) == kind:
+            inputs += [(a, lambda v, t=t: t[v]) for a, t in zip(inner.args, inner.terms)]
+            merged = True
+        else:
+            inputs.append((arg, lambda v, t=term: t[v]))
+    if not merged:
+        return None
+    count = len(inputs)
+    f.build.origin = keep_origin(node)
+    return f.build.sum(inputs, (lambda s: int(s >= 1)) if kind == "or" else
+                       (lambda s: int(s == count)), 1, node.label)
+
+
 def _fold_digit(f: Folder, node_id: int, node: IrNode) -> int | None:
     graph, build = f.graph, f.build
+    merged = _merge_votes(f, node_id, node)
+    if merged is not None:
+        return merged
+    widths = [graph.node(a).width for a in node.args]
+    if _already_canonical(f, node, widths):
+        return _narrow_domain(graph, node_id, node, widths)
     build.origin = keep_origin(node)
     build.reuse = node_id
-    widths = [graph.node(a).width for a in node.args]
     if node.op == "lut":
         strides, table = lut_strides(widths), node.table
         result = build.lut(node.args, lambda *vs: table[sum(v * s for v, s in
@@ -305,11 +386,21 @@ def _fold_digit(f: Folder, node_id: int, node: IrNode) -> int | None:
                            lambda s: table[s - base], node.width, node.label)
     elif node.op == "carry":
         result = build.carry(node.args[0], node.args[1:], node.label)
+    elif node.op == "priority":
+        count = len(node.terms)
+        result = build.priority([(c, lambda v, t=t: t[v]) for c, t in
+                                 zip(node.args[:count], node.terms)],
+                                node.args[count:2 * count], node.args[-1], node.width,
+                                node.label)
     else:
         result = build.select(node.args[0], node.args[1:], node.width, node.label)
     build.reuse = None
     if result != node_id:
         return result
+    return _narrow_domain(graph, node_id, node, widths)
+
+
+def _narrow_domain(graph: Graph, node_id: int, node: IrNode, widths: list[int]) -> int | None:
     domains = [graph.domain(a) for a in node.args]
     image = tuple(sorted(DIGIT_OPS[node.op].image(node, domains, widths)))
     narrowed = None if len(image) == 1 << node.width else image

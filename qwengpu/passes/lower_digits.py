@@ -128,6 +128,10 @@ class Lowering:
 
     def _bitwise(self, node, fn, label):
         a, b = self.arg_digits(node, 0), self.arg_digits(node, 1)
+        if node.width == 1:
+            # One bit: a threshold on x + y, which later merges with neighbouring ones.
+            return [self.build.sum([(a[0], _identity), (b[0], _identity)],
+                                   lambda s: fn(s & 1, s >> 1) if s < 2 else fn(1, 1), 1, label)]
         return [self.build.lut([x, y], fn, slot, label)
                 for x, y, slot in zip(a, b, slot_widths(node.width))]
 

@@ -60,8 +60,8 @@ def compile_kernel(module: ir.Module, kernel_name: str | None,
             f"kernel {kernel.name} needs {len(slots)} instruction slots, but QwenGPU has "
             f"{limits.program_words} ({excess} too many); the first that does not fit comes "
             f"from this line", where.loc if where else kernel.loc, module.source)
-    variables = {name: module.variables.get(name) or kernel.variables[name]
-                 for name in sorted(used_variables)}
+    declared = {**module.variables, **kernel.variables}
+    variables = {name: variable for name, variable in declared.items() if name in used_variables}
     return Program(kernel=kernel.name, params=list(kernel.params), param_slots=param_slots,
                    variables=variables, slots=slots,
                    registers_used=allocation.registers_used,

@@ -41,7 +41,11 @@ def _parser() -> lark.Lark:
 
 
 def parse_ptx(text: str, path: str = "<ptx>") -> ir.Module:
-    """Parse a whole PTX module.  Raises `PtxError` for text that is not PTX we understand."""
+    """Parse a whole PTX module.  Raises `PtxError` for text that is not PTX we understand.
+
+    nvcc indents with tabs; they are expanded (tab stops of 8) before parsing, so that columns
+    are the ones an editor shows and an error's caret lands under the offending text."""
+    text = text.expandtabs(8)
     try:
         tree = _parser().parse(text)
     except lark.exceptions.UnexpectedInput as error:
@@ -61,14 +65,14 @@ def parse_ptx_file(path: str) -> ir.Module:
 def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str, path: str) -> PtxError:
     line = getattr(error, "line", 0) or 0
     column = getattr(error, "column", 0) or 0
-    if isinstance(error, lark.exceptions.UnexpectedEOF):
-        line = text.count("\n") + 1
-        column = len(text.splitlines()[-1]) + 1 if text.splitlines() else 1
+    at_end = isinstance(error, lark.exceptions.UnexpectedEOF) or (
+        isinstance(error, lark.exceptions.UnexpectedToken) and error.token.type == "$END")
+    if at_end:
+        lines = text.splitlines() or [""]
+        line, column = len(lines), len(lines[-1]) + 1
         message = "unexpected end of file"
     elif isinstance(error, lark.exceptions.UnexpectedToken):
-        found = error.token
-        shown = str(found) if found.type != "$END" else "end of file"
-        message = f"unexpected {shown!r}"
+        message = f"unexpected {str(error.token)!r}"
     else:
         found_char = text[error.pos_in_stream] if 0 <= error.pos_in_stream < len(text) else ""
         end = error.pos_in_stream
@@ -76,9 +80,11 @@ def _syntax_error(error: lark.exceptions.UnexpectedInput, text: str, path: str) 
             end += 1
         shown = text[error.pos_in_stream:end] or found_char
         message = f"unexpected {shown!r}"
-    expected = sorted({_TERMINAL_NAMES.get(name, name.lower().strip('_'))
-                       for name in (getattr(error, "expected", None) or ())})
-    if expected and len(expected) <= 8:
+    allowed = set(getattr(error, "expected", None) or getattr(error, "allowed", None) or ())
+    expected = sorted({_TERMINAL_NAMES.get(name, name.lower().strip('_')) for name in allowed})
+    if "OPCODE" in allowed and not at_end:
+        message += "; expected an instruction, a label, a declaration or '}'"
+    elif expected and len(expected) <= 8:
         message += "; expected " + ", ".join(expected)
     return PtxError(message, Location(path, line, column), text)
 

@@ -76,6 +76,11 @@ class Selector:
                   if isinstance(statement, ir.Label)}
         self.labels = labels
         for statement in self.kernel.body:
+            # A call is set up by parameter stores before it; name the call itself.
+            if isinstance(statement, ir.Instruction) and statement.opcode == "call":
+                self.ins = statement
+                raise self.unsupported(statement)
+        for statement in self.kernel.body:
             if isinstance(statement, ir.Label):
                 self.code.append(VLabel(statement.name))
                 continue
@@ -124,6 +129,10 @@ class Selector:
 
     def check_modifiers(self, ins: ir.Instruction, allowed: set[str]):
         """Reject modifiers this lowering does not implement (.sat, .cc, .ftz, ...)."""
+        for modifier in ins.modifiers:
+            if modifier in ir.TYPE_WIDTHS and modifier not in ir.INTEGER_TYPES | {"pred"}:
+                raise self.unsupported(ins, f"type .{modifier} (QwenGPU computes with integers "
+                                            "only)")
         for modifier in ins.modifiers:
             if modifier in ir.TYPE_WIDTHS and modifier in ir.INTEGER_TYPES | {"pred"}:
                 continue
@@ -272,6 +281,8 @@ class Selector:
                                  operand)
             register = VReg(operand.name + ".lo") if register_width == 64 else VReg(operand.name)
             effective = min(width, register_width)
+            if not signed and effective == register_width:
+                return register  # a narrow register already holds its value zero-extended
             return self.extend(register, effective, signed)
         raise self.error("a register or an immediate is needed here", operand)
 

@@ -3,9 +3,9 @@
     #9   warp 0  pc 9   active 0123  exec 01..  @p0 bra 18      ; line 36: @%p1 bra $L__BB0_2;
          branch to 18: taken by lanes 0 1, lanes 2 3 go on to 10
 
-The first line names the record, the warp, the issue PC, the active and exec masks (lane
-numbers, `.` for a lane not in the mask), the machine instruction and the PTX instruction it
-implements.  The lines under it say what the step did: register and predicate writes (one
+The first line names the record, the warp (and its block when the grid has several), the
+issue PC, the active and exec masks (lane numbers, `.` for a lane not in the mask), the
+machine instruction and the PTX instruction it implements.  The lines under it say what the step did: register and predicate writes (one
 value per lane, `.` for lanes that did not write), memory writes by buffer name and index,
 branch outcomes, exits, and the trap if there was one.  Values are signed 32-bit integers.
 """
@@ -52,7 +52,9 @@ def format_record(index: int, record: dict[str, int], launch: Launch) -> list[st
     if pc < len(program.slots) and program.slots[pc].origin is not None:
         slot = program.slots[pc]
         where = f"  ; line {slot.ptx_loc.line}: {slot.ptx_text}"
-    head = (f"#{index:<4d}warp {record['warp']}  pc {pc:<3d} "
+    block, _ = launch.thread_of(record["warp"], 0)
+    warp = f"warp {record['warp']}" + (f" (block {block})" if launch.grid > 1 else "")
+    head = (f"#{index:<4d}{warp}  pc {pc:<3d} "
             f"active {mask_text(record['active'], lanes)}  "
             f"exec {mask_text(record['exec'], lanes)}  {text:<22s}{where}")
     lines = [head.rstrip()]

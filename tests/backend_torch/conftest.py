@@ -26,6 +26,9 @@ from qwengpu.backend_torch.model import FULL, LINEAR, blank_model, decode_logits
 from qwengpu.backend_torch.residual import Live, ResidualLayout, decode_many, \
     decode_word_many, deviation, Word
 
+# Tiny matrices: one thread is far faster than two fighting over shared cores.
+torch.set_num_threads(1)
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 PATHS = ("prefill", "decode")
 REPORT: dict[str, dict] = {}
@@ -57,9 +60,32 @@ class BenchRun:
 
 
 def run_gadget(gadget: Gadget, layout: ResidualLayout, cases: list[dict], dtype: torch.dtype,
-               *, live=None, paths=PATHS, seq_len: int = 64) -> BenchRun:
-    """Run `gadget` on `cases` (dicts group/word -> value) in every path; see module doc."""
+               *, live=None, paths=PATHS, seq_len: int = 64, max_vocab: int = 4096) -> BenchRun:
+    """Run `gadget` on `cases` (dicts group/word -> value) in every path; see module doc.
+
+    Cases are cut into chunks of at most `max_vocab`; each chunk gets its own model whose
+    token `t` embeds case `t`, fed as a `[batch, seq_len]` block of token ids."""
     live = list(live if live is not None else {k for case in cases[:1] for k in case})
+    residuals: dict[str, list[torch.Tensor]] = {path: [] for path in paths}
+    units: list[int] = []
+    for first in range(0, len(cases), max_vocab):
+        chunk = cases[first:first + max_vocab]
+        model, units = _bench_model(gadget, layout, chunk, dtype, live)
+        count = len(chunk)
+        width = min(seq_len, count)
+        batch = -(-count // width)
+        ids = (torch.arange(batch * width) % count).reshape(batch, width)
+        for path in paths:
+            forward = prefill_logits if path == "prefill" else decode_logits
+            run = forward(model, ids, hidden_states=True, last_logits_only=True)
+            final = run.hidden_states[gadget.layers].reshape(-1, layout.hidden_size)[:count]
+            residuals[path].append(final.float())
+    return BenchRun({path: torch.cat(parts) for path, parts in residuals.items()}, layout,
+                    units)
+
+
+def _bench_model(gadget: Gadget, layout: ResidualLayout, cases: list[dict],
+                 dtype: torch.dtype, live):
     units_needed = max(gadget.cost().units)
     intermediate = max(64, -(-units_needed // 64) * 64)
     config = bench_config(layout.hidden_size, gadget.layers, len(cases), intermediate)
@@ -68,18 +94,7 @@ def run_gadget(gadget: Gadget, layout: ResidualLayout, cases: list[dict], dtype:
         table = torch.stack([layout.embed(case) for case in cases])
         model.model.embed_tokens.weight.copy_(table.to(dtype))
     units = install(gadget, model, layout, list(range(gadget.layers)), live)
-    # Cases become a [batch, seq_len] block of token ids; padding repeats token 0.
-    count = len(cases)
-    seq_len = min(seq_len, count)
-    batch = -(-count // seq_len)
-    ids = torch.arange(batch * seq_len) % count
-    ids = ids.reshape(batch, seq_len)
-    residuals = {}
-    for path in paths:
-        run = (prefill_logits if path == "prefill" else decode_logits)(model, ids,
-                                                                       hidden_states=True)
-        residuals[path] = run.hidden_states[gadget.layers].reshape(-1, layout.hidden_size)[:count]
-    return BenchRun(residuals, layout, units)
+    return model, units
 
 
 def check_outputs(run: BenchRun, name: str, dtype_name: str, outputs: dict[Live, list[int]],
@@ -90,7 +105,7 @@ def check_outputs(run: BenchRun, name: str, dtype_name: str, outputs: dict[Live,
     worst_dev, least_margin, wrong_cases, first_wrong = 0.0, float("inf"), 0, None
     for path, residual in run.residuals.items():
         for target, expected in outputs.items():
-            expected = torch.tensor(expected, dtype=torch.long)
+            expected = torch.tensor([_as_int64(v) for v in expected], dtype=torch.long)
             values, margins = run.read(target, path)
             wrong = (values != expected).nonzero().flatten()
             wrong_cases = max(wrong_cases, len(wrong))
@@ -108,6 +123,11 @@ def check_outputs(run: BenchRun, name: str, dtype_name: str, outputs: dict[Live,
     assert worst_dev <= max_deviation, f"{name} {dtype_name}: deviation {worst_dev:.3g}"
     assert least_margin >= min_margin, f"{name} {dtype_name}: margin {least_margin:.3g}"
     return figures
+
+
+def _as_int64(value: int) -> int:
+    """A word of up to 64 bits as the int64 with the same bits (decode wraps the same way)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def pytest_sessionfinish(session, exitstatus):

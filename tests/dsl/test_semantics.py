@@ -35,7 +35,7 @@ def reference(op: str, a: int, b: int, width: int) -> int:
     if op == "shl":
         return (a * 2 ** b) % (1 << width) if b < width else 0
     if op == "shr":
-        return a // 2 ** b
+        return a // 2 ** b if b < width else 0
     if op == "sar":
         return (signed(a, width) // 2 ** min(b, width)) & wrap
     if op == "eq":

@@ -1,0 +1,241 @@
+"""Gated DeltaNet memories on stock transformers: long random write/read sequences, exact reads.
+
+Every test token is its own vocabulary entry whose embedding holds that token's inputs (write
+enable, write address, value, read addresses), so the sequence runs through the model as plain
+token ids, in one forward (chunked prefill, chunks of 64) and token by token with the cache
+(recurrent decode).  The expected reads come from a Python dict of slots, not from the model.
+"""
+
+import random
+
+import pytest
+import torch
+
+from qwengpu.backend_torch.gadgets.memory import INIT_WINDOW, Memory, address, fixed_address, \
+    latch, pair_address, when
+from qwengpu.backend_torch.model import FULL, LINEAR, blank_model, decode_logits, make_config, \
+    prefill_logits
+from qwengpu.backend_torch.residual import ResidualLayout, decode_word_many, deviation
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+BOUNDS = {"fp32": dict(max_deviation=1e-4, min_margin=0.999),
+          "bf16": dict(max_deviation=0.02, min_margin=0.98)}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Token-by-token decode of tiny models is dominated by thread hand-offs on 2 cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def model_for(layout, cases, dtype, linear_layers=1, heads=4):
+    config = make_config(linear_layers + 1, layout.hidden_size, 64,
+                         [LINEAR] * linear_layers + [FULL], len(cases),
+                         linear_num_key_heads=heads, linear_num_value_heads=heads,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=64)
+    model = blank_model(config, dtype)
+    with torch.no_grad():
+        table = torch.stack([layout.embed(case) for case in cases])
+        model.model.embed_tokens.weight.copy_(table.to(dtype))
+    return model
+
+
+def residuals(model, count, layer):
+    """The residual after decoder `layer`, `[count, hidden]`, for both paths."""
+    ids = torch.arange(count)
+    return {path: run(model, ids, hidden_states=True).hidden_states[layer + 1][0]
+            for path, run in (("prefill", prefill_logits), ("decode", decode_logits))}
+
+
+def check_reads(streams, word, expected, dtype_name, skip=0):
+    """Every read exact in every path; returns (worst deviation, least margin)."""
+    expected = torch.tensor(expected)[skip:]
+    worst, least = 0.0, float("inf")
+    for path, stream in streams.items():
+        stream = stream[skip:]
+        values, margins = decode_word_many(word, stream)
+        wrong = (values != expected).nonzero().flatten()
+        assert not len(wrong), (f"{path} {dtype_name} {word.name}: {len(wrong)} wrong reads, "
+                                f"first at token {wrong[0].item() + skip}")
+        worst = max(worst, deviation(word, stream, expected).max().item())
+        least = min(least, margins.min().item())
+    assert worst <= BOUNDS[dtype_name]["max_deviation"], f"{word.name}: deviation {worst:.3g}"
+    assert least >= BOUNDS[dtype_name]["min_margin"], f"{word.name}: margin {least:.3g}"
+    return worst, least
+
+
+@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
+def test_register_file_random_long(dtype_name):
+    """A (warp, register) register file with two read ports, a second memory in the same
+    layer and a replica in the next layer: 600 random tokens, ~300 writes, every read exact."""
+    rnd = random.Random(1234)
+    layout = ResidualLayout(768)
+    init, write = layout.alloc_bit("init"), layout.alloc_bit("we")
+    warp, reg = layout.alloc("w.warp", 8), layout.alloc("w.reg", 16)
+    value = layout.alloc_word("w.value")
+    reads = [(layout.alloc(f"r{i}.warp", 8), layout.alloc(f"r{i}.reg", 16)) for i in range(3)]
+    mem_write, mem_addr = layout.alloc_bit("m.we"), layout.alloc("m.addr", 128)
+    mem_read = layout.alloc("m.raddr", 128)
+    live = list(layout.groups.values())
+    outs = [layout.alloc_word(f"out{i}") for i in range(4)]
+
+    regs = Memory("regs", pair_address(warp, reg), [value], [when(write, 1)], init)
+    # Global memory: 126 words keyed by a one-hot word address, written with the same value.
+    memory = Memory("mem", address(mem_addr), [value], [when(mem_write, 1)], init)
+
+    cases, expected = [], [[], [], [], []]
+    slots, words = [0] * 128, [0] * 128
+    for position in range(INIT_WINDOW + 600):
+        if position < INIT_WINDOW:
+            case = {init: 1, write: 0, warp: 0, reg: 0, value: 0, mem_write: 0, mem_addr: 0,
+                    mem_read: 0}
+            case.update({g: 0 for pair in reads for g in pair})
+        else:
+            case = {init: 0, write: int(rnd.random() < 0.5), warp: rnd.randrange(8),
+                    reg: rnd.randrange(16), value: rnd.getrandbits(32),
+                    mem_write: int(rnd.random() < 0.3), mem_addr: rnd.randrange(126),
+                    mem_read: rnd.randrange(126)}
+            for read_warp, read_reg in reads:
+                same = rnd.random() < 0.3          # read the slot written by this token
+                case[read_warp] = case[warp] if same else rnd.randrange(8)
+                case[read_reg] = case[reg] if same else rnd.randrange(16)
+            if rnd.random() < 0.2:
+                case[mem_read] = case[mem_addr]
+        if case[write]:
+            slots[case[warp] * 16 + case[reg]] = case[value]
+        if case[mem_write]:
+            words[case[mem_addr]] = case[value]
+        for index, (read_warp, read_reg) in enumerate(reads):
+            expected[index].append(slots[case[read_warp] * 16 + case[read_reg]])
+        expected[3].append(words[case[mem_read]])
+        cases.append(case)
+
+    dtype = DTYPES[dtype_name]
+    model = model_for(layout, cases, dtype, linear_layers=2)
+    rms = layout.rms(live)
+    regs.install(model, 0, [0], rms, pair_address(*reads[0]), [outs[0]])
+    regs.install(model, 0, [2], rms, pair_address(*reads[1]), [outs[1]])
+    memory.install(model, 0, [3], rms, address(mem_read), [outs[3]])
+    # The replica in layer 1 sees layer 0's outputs in the residual: a larger rms.
+    regs.install(model, 1, [1], layout.rms(live + outs[:2] + outs[3:]), pair_address(*reads[2]),
+                 [outs[2]])
+    streams0 = residuals(model, len(cases), 0)
+    streams1 = residuals(model, len(cases), 1)
+    figures = {}
+    for index, word in enumerate(outs):
+        streams = streams1 if index == 2 else streams0
+        figures[word.name] = check_reads(streams, word, expected[index], dtype_name)
+    writes = sum(case[write] for case in cases)
+    assert writes > 250
+    print(f"\nregister file {dtype_name}: {writes} writes, (deviation, margin) {figures}")
+
+
+@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
+def test_write_then_read_same_token(dtype_name):
+    """A token that writes slot s and reads s sees its own write; the old value is gone."""
+    layout = ResidualLayout(320)
+    init, write = layout.alloc_bit("init"), layout.alloc_bit("we")
+    addr, value, read = layout.alloc("addr", 16), layout.alloc_word("value"), \
+        layout.alloc("read", 16)
+    live = list(layout.groups.values())
+    out = layout.alloc_word("out")
+    memory = Memory("m", address(addr), [value], [when(write, 1)], init)
+    launch = {init: 1, write: 0, addr: 0, value: 0, read: 0}
+    sequence = [launch] * INIT_WINDOW + [
+        {init: 0, write: 1, addr: 5, value: 0xDEADBEEF, read: 5},
+        {init: 0, write: 0, addr: 5, value: 0x12345678, read: 5},     # no write: old value
+        {init: 0, write: 1, addr: 5, value: 0x0BADF00D, read: 5},     # overwrite, same token
+        {init: 0, write: 1, addr: 6, value: 0x11111111, read: 5},
+        {init: 0, write: 0, addr: 0, value: 0, read: 7},              # never written: init 0
+    ]
+    expected = [0] * INIT_WINDOW + [0xDEADBEEF, 0xDEADBEEF, 0x0BADF00D, 0x0BADF00D, 0]
+    model = model_for(layout, sequence, DTYPES[dtype_name])
+    memory.install(model, 0, [1], layout.rms(live), address(read), [out])
+    check_reads(residuals(model, len(sequence), 0), out, expected, dtype_name)
+
+
+@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
+def test_latch_and_taps(dtype_name):
+    """A latch keeps the latest value written by tokens of one kind; a memory whose value is
+    gathered from the three previous tokens (conv taps) and whose key is 3 tokens back."""
+    rnd = random.Random(7)
+    layout = ResidualLayout(320)
+    init, kind = layout.alloc_bit("init"), layout.alloc("kind", 3)
+    nibble, slot = layout.alloc("nibble", 16), layout.alloc("slot", 16)
+    read = layout.alloc("read", 16)
+    live = list(layout.groups.values())
+    latched = layout.alloc("latched", 16)
+    gathered = [layout.alloc(f"gathered{i}", 16) for i in range(4)]
+    # kind 1 tokens set the latch; kind 2 tokens end a 4-token write group `slot n n n`.
+    hold = latch("hold", [nibble], [when(kind, 1)], init)
+    group_write = Memory("taps", address(slot, tap=3),
+                         [(nibble, 3), (nibble, 2), (nibble, 1), (nibble, 0)],
+                         [when(kind, 2)], init)
+    launch = {init: 1, kind: 0, nibble: 0, slot: 0, read: 0}
+    sequence = [launch] * INIT_WINDOW
+    for _ in range(150):
+        if rnd.random() < 0.3:
+            head = rnd.randrange(16)
+            for index in range(4):
+                sequence.append({init: 0, kind: 2 if index == 3 else 0, nibble: rnd.randrange(16),
+                                 slot: head if index == 0 else rnd.randrange(16),
+                                 read: rnd.randrange(16)})
+        else:
+            sequence.append({init: 0, kind: rnd.choice([0, 1]), nibble: rnd.randrange(16),
+                             slot: rnd.randrange(16), read: rnd.randrange(16)})
+    want_latch, want_slots = [], []
+    current, table = 0, [[0] * 4 for _ in range(16)]
+    for position, case in enumerate(sequence):
+        if case[kind] == 1:
+            current = case[nibble]
+        if case[kind] == 2:
+            window = sequence[position - 3:position + 1]
+            table[window[0][slot]] = [token[nibble] for token in window]
+        want_latch.append(current)
+        want_slots.append(table[case[read]])
+    model = model_for(layout, sequence, DTYPES[dtype_name])
+    rms = layout.rms(live)
+    hold.install(model, 0, [0], rms, fixed_address(), [latched])
+    group_write.install(model, 0, [1], rms, address(read), gathered)
+    streams = residuals(model, len(sequence), 0)
+    for path, stream in streams.items():
+        from qwengpu.backend_torch.residual import decode_many
+        got, margin = decode_many(latched, stream)
+        assert got.tolist() == want_latch, path
+        assert margin.min() >= BOUNDS[dtype_name]["min_margin"]
+        # The value channels read taps 1..3: valid once the init window is complete.
+        for index, group in enumerate(gathered):
+            got, margin = decode_many(group, stream[INIT_WINDOW - 1:])
+            assert got.tolist() == [row[index] for row in want_slots[INIT_WINDOW - 1:]], path
+            assert margin.min() >= BOUNDS[dtype_name]["min_margin"]
+
+
+def test_heads_are_claimed_once():
+    layout = ResidualLayout(320)
+    init, write, addr = layout.alloc_bit("init"), layout.alloc_bit("we"), layout.alloc("a", 16)
+    value = layout.alloc_word("v")
+    out, other = layout.alloc_word("out"), layout.alloc("other", 16)
+    memory = Memory("m", address(addr), [value], [when(write, 1)], init)
+    model = model_for(layout, [{}], torch.float32)
+    memory.install(model, 0, [0], 1.0, address(addr), [out])
+    with pytest.raises(ValueError, match="already in use"):
+        memory.install(model, 0, [0], 1.0, address(addr), [out])
+    with pytest.raises(ValueError, match="do not match"):
+        memory.install(model, 0, [1], 1.0, address(addr), [other])
+    with pytest.raises(ValueError, match="not a linear_attention layer"):
+        memory.install(model, 1, [1], 1.0, address(addr), [out])
+
+
+def test_costs():
+    layout = ResidualLayout(512)
+    init, write = layout.alloc_bit("init"), layout.alloc_bit("we")
+    warp, reg, value = layout.alloc("warp", 8), layout.alloc("reg", 16), layout.alloc_word("v")
+    regs = Memory("regs", pair_address(warp, reg), [value], [when(write, 1)], init)
+    assert regs.heads == 1
+    cost = regs.cost(reads=3)
+    assert (cost.heads, cost.dims_written, cost.mlp_units) == (3, 384, 0)
+    wide = Memory("wide", address(reg), [value, layout.alloc_word("v2")], [when(write, 1)])
+    assert wide.heads == 2

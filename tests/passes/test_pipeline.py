@@ -1,0 +1,59 @@
+"""The pass registry and `run_passes`: names, summaries, file layout, stats, dumps, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qwengpu.passes import (DEFAULT_PIPELINE, PASSES, format_stats, register, run_passes)
+
+from helpers import assert_same_meaning, spec_graph
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = "register x : u8;\nregister y : u8;\nstage s { emit a = (x + 0) * y; emit b = y * x; }"
+
+
+def test_every_pass_has_a_summary_a_module_and_a_test_file():
+    assert {"fold-constants", "merge-common", "remove-dead", "lower-digits",
+            "select-encodings"} <= set(PASSES)
+    for name, entry in PASSES.items():
+        stem = name.replace("-", "_")
+        assert entry.summary and entry.function.__name__ == stem
+        assert (ROOT / "qwengpu" / "passes" / f"{stem}.py").exists()
+        assert (ROOT / "tests" / "passes" / f"test_{stem}.py").exists()
+
+
+def test_registering_a_name_twice_is_refused():
+    with pytest.raises(ValueError, match="registered twice"):
+        register("merge-common", "again")(lambda graph: 0)
+
+
+def test_default_pipeline_stats_and_meaning():
+    graph = spec_graph(SPEC)
+    lowered = graph.copy()
+    stats = run_passes(lowered, DEFAULT_PIPELINE, check=True)
+    assert [s.name for s in stats] == DEFAULT_PIPELINE
+    assert all(a.nodes_after == b.nodes_before for a, b in zip(stats, stats[1:]))
+    assert stats[0].changes == 1 and stats[1].changes == 1        # x + 0; y * x == x * y
+    assert lowered.level == "digit"
+    assert_same_meaning(graph, lowered)
+    table = format_stats(stats)
+    assert table.splitlines()[0].split()[:2] == ["pass", "changes"]
+    assert "lower-digits" in table
+
+
+def test_dump_after_hands_the_text_form_over():
+    dumps = []
+    run_passes(spec_graph(SPEC), ["fold-constants", "merge-common"], dump_after="merge-common",
+               dump=lambda name, text: dumps.append((name, text)))
+    assert len(dumps) == 1 and dumps[0][0] == "merge-common"
+    assert dumps[0][1].count(" = mul ") == 1
+
+
+def test_unknown_pass_is_refused_before_anything_runs():
+    graph = spec_graph(SPEC)
+    before = len(graph)
+    with pytest.raises(KeyError, match="unknown pass 'fold'"):
+        run_passes(graph, ["merge-common", "fold"])
+    assert len(graph) == before

@@ -1,0 +1,168 @@
+"""The PTX front-end: what it accepts (everything nvcc writes around integer kernels) and how
+it reports what it does not (file:line:col, the offending text, a caret)."""
+
+from __future__ import annotations
+
+import pytest
+
+from qwengpu.errors import PtxError
+from qwengpu.ptx import ir
+from qwengpu.ptx.compile import choose_kernel, compile_kernel
+from qwengpu.ptx.parser import parse_integer, parse_ptx
+
+HEADER = ".version 9.0\n.target sm_80\n.address_size 64\n"
+
+KITCHEN_SINK = HEADER + """\
+/* a block comment
+   over two lines */
+.global .align 4 .b8 table[8] = {1, 0, 0, 0, 2};   // trailing comment
+.visible .entry first(
+    .param .u64 first_param_0,
+    .param .align 4 .b8 first_param_1[8],
+    .param .u32 first_param_2
+)
+.maxntid 128, 1, 1
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<6>, %extra;
+    .reg .b64 %rd<4>;
+    .loc 1 7 3
+    ld.param.u64 %rd1, [first_param_0];
+    ld.param.u32 %r1, [first_param_1+4];
+    mov.u32 %r2, %tid.x;
+    add.s32 %r3, %r2, -0x10;
+    add.s32 %r4, %r3, 0x7fffffff;
+    .pragma "nounroll";
+$L__BB0_1:
+    setp.lt.u32 %p1|%p2, %r2, 4;
+    @!%p1 bra $L__BB0_2;
+    { .reg .b32 %r1;
+      mov.u32 %r1, 5; }
+    st.global.v2.u32 [%rd1+-8], {%r1, %r2};
+$L__BB0_2:
+    ret;
+}
+.entry second() { exit; }
+.file 1 "kernel.cu"
+.section .debug_str { $L__info: .b8 95,90,0 }
+"""
+
+
+def test_everything_nvcc_writes_parses():
+    module = parse_ptx(KITCHEN_SINK, "sink.ptx")
+    assert module.version == "9.0" and module.target == "sm_80" and module.address_size == 64
+    assert list(module.kernels) == ["first", "second"]
+    assert module.variables["table"].initializer == (1, 0, 0, 0, 2)
+    kernel = module.kernels["first"]
+    assert [(p.name, p.type, p.array_length) for p in kernel.params] == [
+        ("first_param_0", "u64", None), ("first_param_1", "b8", 8), ("first_param_2", "u32", None)]
+    assert kernel.registers["%r5"] == "b32" and kernel.registers["%extra"] == "b32"
+    assert "%r6" not in kernel.registers and kernel.registers["%rd3"] == "b64"
+    labels = [s.name for s in kernel.body if isinstance(s, ir.Label)]
+    assert labels == ["$L__BB0_1", "$L__BB0_2"]
+    instructions = [s for s in kernel.body if isinstance(s, ir.Instruction)]
+    assert instructions[0].cuda_loc.file == "kernel.cu" and instructions[0].cuda_loc.line == 7
+    add = instructions[3]
+    assert add.opcode == "add" and add.modifiers == ("s32",)
+    assert add.operands[2].value == -16 and instructions[4].operands[2].value == 0x7FFF_FFFF
+    setp = instructions[5]
+    assert isinstance(setp.operands[0], ir.RegisterPair)
+    branch = instructions[6]
+    assert branch.guard.negated and branch.guard.register == "%p1"
+    scoped = instructions[7]
+    assert scoped.operands[0].name != "%r1"      # the block's own %r1 is renamed
+    store = instructions[8]
+    assert store.operands[0].offset == -8 and isinstance(store.operands[1], ir.Vector)
+    assert store.loc.line == KITCHEN_SINK.splitlines().index(
+        "    st.global.v2.u32 [%rd1+-8], {%r1, %r2};") + 1
+
+
+@pytest.mark.parametrize("text,value", [("0", 0), ("17", 17), ("-5", -5), ("0x1F", 31),
+                                        ("-0x10", -16), ("010", 8), ("0b101", 5),
+                                        ("4294967295U", 0xFFFF_FFFF)])
+def test_integer_literals(text, value):
+    assert parse_integer(text) == value
+
+
+def test_float_literals_keep_their_bits():
+    module = parse_ptx(HEADER + ".entry k() { .reg .b32 %r1; mov.b32 %r1, 0f3F800000; ret; }")
+    assert module.kernels["k"].body[0].operands[1].value == 0x3F80_0000
+
+
+MALFORMED = [
+    ("    add.s32 %r1, %r2 %r3;\n", 2, "unexpected '%r3'"),
+    ("    add.s32 %r1, %r2, ;\n", 2, "unexpected ';'"),
+    ("    ld.global.u32 %r1, [%r2+];\n", 2, "unexpected ']'"),
+    ("    mov.u32 %r1, #5;\n", 2, "unexpected '#5'"),
+    ("    .reg .b32 %r<>;\n", 2, "unexpected '>'"),
+]
+
+
+@pytest.mark.parametrize("line,line_number,message", MALFORMED)
+def test_malformed_ptx_is_located(line, line_number, message):
+    text = HEADER + ".entry k()\n{\n" + line + "    ret;\n}\n"
+    with pytest.raises(PtxError) as caught:
+        parse_ptx(text, "bad.ptx")
+    error = caught.value
+    assert message in error.message
+    assert error.loc.file == "bad.ptx" and error.loc.line == line_number + 4
+    rendered = error.render().splitlines()
+    assert rendered[0].startswith(f"bad.ptx:{line_number + 4}:{error.loc.column}: error: ")
+    assert rendered[1] == line.rstrip("\n")
+    assert rendered[2] == " " * (error.loc.column - 1) + "^"
+
+
+def test_unterminated_kernel():
+    with pytest.raises(PtxError, match="unexpected end of file"):
+        parse_ptx(HEADER + ".entry k() {\n    ret;\n", "cut.ptx")
+
+
+def test_kernel_choice_lists_the_kernels():
+    module = parse_ptx(HEADER + ".entry alpha() { ret; }\n.entry beta() { ret; }", "two.ptx")
+    assert choose_kernel(module, "beta").name == "beta"
+    with pytest.raises(PtxError, match="no kernel named 'gamma'; this file has: alpha, beta"):
+        choose_kernel(module, "gamma")
+    with pytest.raises(PtxError, match="say which kernel to run; this file has: alpha, beta"):
+        choose_kernel(module, None)
+
+
+def error_of(body: str, decls: str = "") -> PtxError:
+    text = HEADER + decls + (".entry k(.param .u64 k_p, .param .u32 k_n)\n{\n"
+                             "    .reg .b32 %r<8>;\n    .reg .b64 %rd<4>;\n"
+                             "    .reg .pred %p<3>;\n    .reg .b16 %h<3>;\n"
+                             f"{body}\n    ret;\n}}\n")
+    with pytest.raises(PtxError) as caught:
+        compile_kernel(parse_ptx(text, "k.ptx"), "k")
+    return caught.value
+
+
+@pytest.mark.parametrize("body,message", [
+    ("    add.s32 %r1, %r9, 1;", "register %r9 is not declared"),
+    ("    add.f32 %r1, %r2, %r3;", "type .f32 (QwenGPU computes with integers only)"),
+    ("    add.sat.s32 %r1, %r2, %r3;", "the .sat modifier"),
+    ("    add.s32 %r1, %r2;", "'add.s32' takes 3 operands, got 2"),
+    ("    add.s32 %p1, %r2, %r3;", "%p1 is a predicate"),
+    ("    add.s32 %r1, %p1, %r3;", "%p1 is a predicate; a value is needed here"),
+    ("    bra $L__nowhere;", "unknown label $L__nowhere"),
+    ("    ld.param.u32 %r1, [k_n+4];", "reads bytes 4..7 of parameter k_n, which has 4 bytes"),
+    ("    ld.param.u32 %r1, [nothing];", "nothing is not a parameter of k"),
+    ("    ld.global.u32 %r1, [k_p];", "parameter k_p can only be read with ld.param"),
+    ("    ld.shared.u32 %r1, [%rd1];", ".shared memory"),
+    ("    st.global.u8 [%rd1], %r1;", "8-bit stores"),
+    ("    st.const.u32 [%rd1], %r1;", "constant memory cannot be written"),
+    ("    mul.hi.u64 %rd1, %rd2, %rd3;", "the high half of a 64 x 64-bit product"),
+    ("    rem.u32 %r1, %r2, %r3;", "remainder by a variable"),
+    ("    popc.b32 %r1, %r2;", "population count"),
+    ("    atom.global.add.u32 %r1, [%rd1], 1;", "atomics"),
+    ("    setp.equ.s32 %p1, %r1, %r2;", "this comparison"),
+    ("    mov.u32 %r1, undefined_symbol;", "unknown symbol undefined_symbol"),
+    ("    mov.u64 %rd1, smem;", "smem is in .shared memory"),
+    ("    mul.wide.s32 %r1, %r2, %r3;", "%r1 is not a 64-bit register"),
+    ("    cvt.rn.f32.s32 %r1, %r2;", "floating point"),
+    ("    prmt.b32 %r1, %r2, %r3, %r4;", "a register selector"),
+])
+def test_unsupported_or_wrong_instructions_name_their_line(body, message):
+    error = error_of(body, decls=".shared .align 4 .b8 smem[16];\n")
+    assert message in error.message
+    assert error.loc.line == 11                       # the line of `body`
+    assert error.render().splitlines()[1] == body
