@@ -205,6 +205,33 @@ class ResidualLayout:
         return vector
 
 
+    def embed_many(self, columns: Mapping[Live, Sequence[int]]) -> torch.Tensor:
+        """Residual vectors `[cases, hidden]`: ONE, plus each group/word holding, per case,
+        its value from `columns` (all columns of one length)."""
+        lengths = {len(values) for values in columns.values()}
+        if len(lengths) > 1:
+            raise ValueError("columns of different lengths")
+        count = lengths.pop() if lengths else 1
+        vectors = torch.zeros(count, self.hidden_size)
+        vectors[:, ONE_DIM] = ONE.scale
+        rows = torch.arange(count)
+        for target, values in columns.items():
+            parts = target.digits if isinstance(target, Word) else (target,)
+            values = [int(v) for v in values]
+            for index, group in enumerate(parts):
+                if isinstance(target, Word):
+                    digit = torch.tensor([(v >> (4 * index)) & 0xF for v in values])
+                else:
+                    digit = torch.tensor(values)
+                if group.kind == ANALOG:
+                    vectors[:, group.start] = digit.float() * group.scale
+                elif ((digit < 0) | (digit >= group.size)).any():
+                    raise ValueError(f"{group.name}: value outside 0..{group.size - 1}")
+                else:
+                    vectors[rows, group.start + digit] = group.scale
+        return vectors
+
+
 def _merge_runs(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for start, size in sorted(runs):

@@ -2,7 +2,7 @@
 
 The program's directives (`.grid`, `.block`, `.param`, `.mem`; see qwengpu.isa.asm) describe
 the launch.  The trace prints one line per record: the warp, the PC, the active and exec masks
-(lane 0 first), the instruction, and what it did: register and predicate writes per lane,
+(the numbers of the lanes in them, `.` for the others), the instruction, and what it did: register and predicate writes per lane,
 memory writes, branches taken, lanes exited, and the trap if there is one.  The final memory
 follows.  `--json` prints `{"records": [...], "memory": [...], "trap": ..., ...}` instead,
 with every value as the unsigned integer the record holds.
@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _mask(value: int, lanes: int) -> str:
-    return "".join("1" if value >> lane & 1 else "." for lane in range(lanes))
+    """`0123` for all of four lanes, `01..` for lanes 0 and 1 (as `hdlc run` prints them)."""
+    return "".join(f"{lane:x}"[-1] if value >> lane & 1 else "." for lane in range(lanes))
 
 
 def _lanes(record: dict, prefix: str, enable: int, lanes: int, signed: bool = True) -> str:
@@ -47,17 +48,17 @@ def _lanes(record: dict, prefix: str, enable: int, lanes: int, signed: bool = Tr
             value = record[f"{prefix}{lane}"]
             values.append(str(signed_word(value) if signed else value))
         else:
-            values.append("-")
+            values.append(".")
     return "[" + " ".join(values) + "]"
 
 
 def describe_record(record: dict, program: list[Instruction], lanes: int) -> str:
-    """The effects of one record in words, e.g. `r1 = [5 6 - 8]  taken 11..`."""
+    """The effects of one record in words, e.g. `r1 = [5 6 . 8]  taken 01..`."""
     parts = []
     if record["rwen"]:
         parts.append(f"r{record['rd']} = {_lanes(record, 'rval', record['rwen'], lanes)}")
     if record["pwen"]:
-        bits = [str(record["pval"] >> lane & 1) if record["pwen"] >> lane & 1 else "-"
+        bits = [str(record["pval"] >> lane & 1) if record["pwen"] >> lane & 1 else "."
                 for lane in range(lanes)]
         parts.append(f"p{record['pd']} = [{' '.join(bits)}]")
     for lane in range(lanes):
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{program.file}: grid {program.grid} x block {program.block} = {warps} warp"
           f"{'s' if warps != 1 else ''} of {lanes} lanes; {len(program.instructions)} "
-          f"instructions (masks list lane 0 first)")
+          f"instructions")
     if not args.no_trace:
         print(format_trace(result, program.instructions, lanes))
     print(outcome(result))

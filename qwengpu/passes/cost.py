@@ -1,9 +1,9 @@
 """What a digit-level graph would cost the backend: MLP units and gadget depth (estimates).
 
-Each `lut`/`sum`/`carry`/`select` is one depth-1 MLP gadget whose unit count the digit table
-estimates (`DigitOp.cost`); luts with the same inputs share their AND units (a multiplier's
-low and high partial-product digits come from one set of units), so they are counted once
-per input tuple, at the largest of them.  Depth is the longest chain of digit operators
+Each `lut`/`sum`/`carry`/`select`/`priority` is one depth-1 MLP gadget whose unit count the
+digit table estimates (`DigitOp.cost`); luts with the same inputs share their AND units (a
+multiplier's low and high partial-product digits come from one set of units), so they are
+counted once per input tuple, at the largest of them.  Depth is the longest chain of digit operators
 from a state read to a sink: a lower bound on the MLP sublayers one step needs.  The
 scheduler turns these into layers; this module only measures.
 """

@@ -242,6 +242,14 @@ class DigitBuilder:
         kept: list[tuple[int, tuple[int, ...]]] = []
         kept_arms: list[int] = []
         for (node_id, holds), arm in zip(conditions, arms):
+            if self.graph.const_value(node_id) is not None:
+                value = self.graph.const_value(node_id)
+                node_id, holds = self.const(0, 1), (lambda v, h=holds, c=value: h(c))
+            unary = self.unary_of(node_id)
+            if unary is not None:
+                # A condition reads any function of a one-hot input for free.
+                inner, g = unary
+                node_id, holds = inner, (lambda v, h=holds, g=g: h(g(v)))
             domain = self.graph.domain(node_id)
             truth = {v: 1 if holds(v) else 0 for v in domain}
             if not any(truth.values()):

@@ -6,6 +6,8 @@ the machine (the ALU's result is a 17-arm match).  When the else-arm of a `selec
 `priority`) is another `select`/`priority` used by nothing else, the two merge into one
 `priority` node whose conditions are tried in order -- the same value, one gadget deep, at
 the cost of the arms it gathers.  Walking in dependency order merges a whole chain in one run.
+A select whose selector is a one-input function of another value also becomes a `priority`:
+its conditions read the function of the one-hot input directly, one level earlier.
 """
 
 from __future__ import annotations
@@ -47,7 +49,12 @@ def flatten_selects(graph: Graph) -> int:
         inner = as_chain(graph, default)
         if inner is None or graph.users(default) != [node_id] or \
                 graph.node(default).width > graph.node(node_id).width:
-            continue
+            inner = None
+            if not any(build.unary_of(c) is not None for c, _ in conditions):
+                continue
+            # Not a chain, but its selector is a function of another value: as a priority,
+            # the function is read for free and the select sits one level lower.
+            inner = ([], [], default)
         node = graph.node(node_id)
         build.origin = keep_origin(node)
         result = build.priority([(c, lambda v, t=t: t[v]) for c, t in conditions + inner[0]],
@@ -55,7 +62,7 @@ def flatten_selects(graph: Graph) -> int:
         if result != node_id:
             graph.replace_uses(node_id, result)
             graph.remove(node_id)
-            if not graph.users(default):
+            if default != inner[2] and not graph.users(default):
                 graph.remove(default)
             merged += 1
     return merged

@@ -11,7 +11,7 @@ Three kinds of rewrite, repeated until nothing changes:
    that sympy writes with fewer operators is rebuilt that way.  This is where sympy pays: the
    spec's guards, masks and fault conditions are such trees, and proving e.g.
    `(a & b) | (a & ~b) -> a` needs a real minimiser, not a local pattern.
-3. **Digits.**  Each `lut`/`sum`/`carry`/`select` is rebuilt through `DigitBuilder`, which binds
+3. **Digits.**  Each digit operator is rebuilt through `DigitBuilder`, which binds
    constant inputs into its table, composes one-input functions into their readers, and
    turns constant or pass-through tables into constants or wires; then each digit node's
    domain is narrowed to what its inputs can really produce.
@@ -218,7 +218,8 @@ def _is_logic(graph: Graph, node: IrNode) -> bool:
 
 def _simplify_cone(f: Folder, root: int) -> int | None:
     graph = f.graph
-    if any(_is_logic(graph, graph.node(u)) for u in graph.users(root)) and len(graph.users(root)) == 1:
+    users = graph.users(root)
+    if len(users) == 1 and _is_logic(graph, graph.node(users[0])):
         return None                      # not a cone root: its user's cone covers it
     leaves: dict[int, sympy.Symbol] = {}
     inside: set[int] = set()

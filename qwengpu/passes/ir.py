@@ -14,7 +14,7 @@ Node kinds:
   `read` (an element of a memory, or one digit of it; args are the index);
 - word operators: the rows of `qwengpu.dsl.semantics.OPERATORS`;
 - digit operators: the rows of `qwengpu.passes.digits.DIGIT_OPS` (`lut`, `sum`, `carry`,
-  `select`), produced by `lower-digits`;
+  `select`, `priority`), produced by `lower-digits` and `flatten-selects`;
 - sinks: `write` (args: enable, index..., data), `field` (a record field, `state` is its name)
   and `stop`.  After lowering, a sink's index and data arrive as digits: `groups` says how
   many args make up each logical operand (least significant digit first).
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
 import networkx as nx
@@ -600,11 +600,6 @@ def to_dot(graph: Graph, with_locations: bool = False) -> str:
         lines.append(f"  n{source} -> n{target};")
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def record_fields() -> list[str]:
-    """The field names of `IrNode` (for tools that print tables of nodes)."""
-    return [f.name for f in fields(IrNode)]
 
 
 def keep_origin(record: IrNode) -> dict:

@@ -47,7 +47,7 @@ def _file_loc(module: ir.Module) -> Location:
 def compile_kernel(module: ir.Module, kernel_name: str | None,
                    limits: MachineLimits = MachineLimits()) -> Program:
     kernel = choose_kernel(module, kernel_name)
-    code, used_variables = select_kernel(module, kernel)
+    code, used_variables = select_kernel(module, kernel, limits.lanes)
     changes = optimize(code)
     allocation = allocate(code, limits.registers, limits.predicates, kernel.name, kernel.loc,
                           module.source)

@@ -1,7 +1,8 @@
 """Instruction selection: one PTX kernel to virtual machine code (`qwengpu.ptx.vcode`).
 
 `Selector` walks the kernel body and hands each PTX instruction to the handler registered for
-its opcode (`@handles("add", "sub")` in `select_integer`, `select_wide`, `select_memory`).
+its opcode (`@handles("add", "sub")` in `select_integer`, `select_wide`, `select_memory` and
+`select_extended`).
 It gives handlers a small vocabulary:
 
 - operands: `value(op, width, signed)` reads a PTX operand as a 32-bit source extended from
@@ -19,13 +20,13 @@ also a source is never overwritten early; the allocator coalesces the copies.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 from qwengpu.errors import Location, PtxError
 from qwengpu.isa import LANES, MASK32, Cmp, Op, Special
 from qwengpu.ptx import fold, ir
-from qwengpu.ptx.vcode import (TRUE, ZERO, LabelRef, Source, SymbolRef, VInstr, VLabel, VPred,
-                               VReg)
+from qwengpu.ptx.vcode import TRUE, ZERO, Source, SymbolRef, VInstr, VLabel, VPred, VReg
 
 Handler = Callable[["Selector", ir.Instruction], None]
 HANDLERS: dict[str, Handler] = {}
@@ -34,9 +35,15 @@ HANDLERS: dict[str, Handler] = {}
 SPECIAL_REGISTERS = {"%tid.x": Special.TID, "%ntid.x": Special.NTID, "%ctaid.x": Special.CTAID,
                      "%nctaid.x": Special.NCTAID, "%laneid": Special.LANEID,
                      "%warpid": Special.WARPID}
+OTHER_SPECIAL_REGISTERS = {"%clock", "%clock_hi", "%smid", "%nsmid", "%gridid", "%nwarpid",
+                           "%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge",
+                           "%lanemask_gt", "%pm", "%envreg", "%globaltimer", "%globaltimer_lo",
+                           "%globaltimer_hi", "%total_smem_size", "%dynamic_smem_size",
+                           "%aggr_smem_size", "%cluster_ctarank", "%clusterid", "%nclusterid",
+                           "%cluster_nctarank", "%is_explicit_cluster", "%ctaid", "%tid",
+                           "%ntid", "%nctaid", "%reserved_smem_offset_begin"}
 CONSTANT_SPECIAL_REGISTERS = {"%tid.y": 0, "%tid.z": 0, "%ntid.y": 1, "%ntid.z": 1,
                               "%ctaid.y": 0, "%ctaid.z": 0, "%nctaid.y": 1, "%nctaid.z": 1}
-CONSTANT_SYMBOLS = {"WARP_SZ": LANES}
 
 
 def handles(*opcodes: str) -> Callable[[Handler], Handler]:
@@ -57,8 +64,9 @@ def mask(width: int) -> int:
 class Selector:
     """Lowers one kernel; see the module docstring."""
 
-    def __init__(self, module: ir.Module, kernel: ir.Kernel):
+    def __init__(self, module: ir.Module, kernel: ir.Kernel, lanes: int = LANES):
         self.module = module
+        self.constant_symbols = {"WARP_SZ": lanes}
         self.kernel = kernel
         self.params = {param.name: param for param in kernel.params}
         self.code: list[VInstr | VLabel] = []
@@ -151,6 +159,9 @@ class Selector:
     def register_type(self, name: str, loc: Location) -> str:
         type_name = self.kernel.registers.get(name)
         if type_name is None:
+            if name.split(".")[0].rstrip("0123456789") in OTHER_SPECIAL_REGISTERS:
+                raise PtxError(f"special register {name} is not supported by QwenGPU (it has "
+                               f"{', '.join(SPECIAL_REGISTERS)})", loc, self.module.source)
             raise PtxError(f"register {name} is not declared", loc, self.module.source)
         return type_name
 
@@ -189,6 +200,26 @@ class Selector:
                              origin=self.ins)
         self.code.append(instruction)
         return instruction
+
+    @contextlib.contextmanager
+    def unguarded(self):
+        """Emit without the PTX instruction's guard: for sequences with no side effects that
+        compute into temporaries (loops, bit tricks); the result is committed under the guard
+        afterwards, so lanes whose guard fails compute something nobody reads."""
+        saved = self.guard, self.guard_negated
+        self.guard, self.guard_negated = TRUE, False
+        try:
+            yield
+        finally:
+            self.guard, self.guard_negated = saved
+
+    def new_label(self, purpose: str) -> str:
+        """A label name no PTX label can clash with (PTX names cannot contain '#')."""
+        self.temp_count += 1
+        return f"#{purpose}{self.temp_count}"
+
+    def place_label(self, name: str):
+        self.code.append(VLabel(name))
 
     def register(self, source: Source) -> VReg:
         """A register holding `source`: the register itself, rz for 0, or a loaded constant."""
@@ -339,8 +370,8 @@ class Selector:
     def symbol_value(self, operand: ir.Symbol) -> Source:
         """A name used as a value: the address of a memory variable, or WARP_SZ."""
         name = operand.name
-        if name in CONSTANT_SYMBOLS:
-            return CONSTANT_SYMBOLS[name]
+        if name in self.constant_symbols:
+            return self.constant_symbols[name]
         self.memory_variable(operand)
         return SymbolRef(name)
 
@@ -443,17 +474,11 @@ def _state_space_message(variable: ir.Variable) -> str:
 
 
 UNSUPPORTED_HINTS = {
-    "div": "division by a variable; division by a constant is fine, nvcc turns it into mul.hi",
-    "rem": "remainder by a variable; remainder by a constant is fine",
     "call": "function calls; mark device functions __forceinline__",
     "bar": "barriers need shared memory, which QwenGPU does not have",
     "barrier": "barriers need shared memory, which QwenGPU does not have",
     "atom": "atomics",
     "red": "atomics",
-    "popc": "population count",
-    "clz": "count leading zeros",
-    "brev": "bit reverse",
-    "bfind": "find leading bit",
     "trap": "the trap instruction",
     "tex": "textures",
     "shfl": "warp shuffles",
@@ -467,11 +492,13 @@ UNSUPPORTED_HINTS = {
 
 def _load_handlers():
     """Import the handler modules (they register themselves with `handles`)."""
-    from qwengpu.ptx import select_integer, select_memory, select_wide  # noqa: F401
+    from qwengpu.ptx import (select_extended, select_integer, select_memory,  # noqa: F401
+                             select_wide)
 
 
-def select_kernel(module: ir.Module, kernel: ir.Kernel) -> tuple[list[VInstr | VLabel], set[str]]:
+def select_kernel(module: ir.Module, kernel: ir.Kernel, lanes: int = LANES
+                  ) -> tuple[list[VInstr | VLabel], set[str]]:
     """Virtual code for one kernel, and the memory variables it uses."""
-    selector = Selector(module, kernel)
+    selector = Selector(module, kernel, lanes)
     code = selector.run()
     return code, selector.used_variables

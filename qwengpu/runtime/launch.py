@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from qwengpu.errors import CapacityError, LaunchError, Location, UserError
 from qwengpu.isa import MASK32, RZ, Instruction, Trap
 from qwengpu.ptx import ir
-from qwengpu.ptx.compile import load_program
+from qwengpu.ptx.compile import compile_kernel
+from qwengpu.ptx.nvcc import ptx_for_source
+from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, load_machine,
                                            new_simulator, run_simulator)
@@ -153,7 +155,13 @@ def launch_from_dict(data, base_dir: str = ".", limits: MachineLimits | None = N
     source = _source or _LaunchText("<launch>", json.dumps(data, indent=1))
     _check_shape(data, source)
     source_path = os.path.join(base_dir, data["source"])
-    program = load_program(source_path, data["kernel"], limits)
+    ptx_path, text = ptx_for_source(source_path)
+    module = parse_ptx(text, ptx_path)
+    if data["kernel"] not in module.kernels:
+        available = ", ".join(sorted(module.kernels)) or "none"
+        raise source.error(f"{data['source']} has no kernel named {data['kernel']!r}; it has: "
+                           f"{available}", "kernel")
+    program = compile_kernel(module, data["kernel"], limits)
     return _build(data, source_path, program, limits, source)
 
 
@@ -293,7 +301,8 @@ def _argument_words(param: ir.Param, arg, buffers: dict, addresses: dict[str, in
     if isinstance(arg, str):
         if arg not in buffers:
             known = ", ".join(buffers) or "none"
-            raise source.error(f"argument {arg!r} names no buffer (buffers: {known})", "args")
+            raise source.error(f"argument {arg!r} names no buffer (buffers: {known})", arg,
+                               "args")
         if param.is_array or param.size_bytes < 4:
             raise source.error(f"parameter {param.name} (.{param.type}) cannot hold a pointer, "
                                f"but the launch passes buffer {arg!r}", "args")

@@ -60,7 +60,7 @@ class BenchRun:
 
 
 def run_gadget(gadget: Gadget, layout: ResidualLayout, cases: list[dict], dtype: torch.dtype,
-               *, live=None, paths=PATHS, seq_len: int = 64, max_vocab: int = 4096) -> BenchRun:
+               *, live=None, paths=PATHS, seq_len: int = 16, max_vocab: int = 4096) -> BenchRun:
     """Run `gadget` on `cases` (dicts group/word -> value) in every path; see module doc.
 
     Cases are cut into chunks of at most `max_vocab`; each chunk gets its own model whose
@@ -91,7 +91,7 @@ def _bench_model(gadget: Gadget, layout: ResidualLayout, cases: list[dict],
     config = bench_config(layout.hidden_size, gadget.layers, len(cases), intermediate)
     model = blank_model(config, dtype)
     with torch.no_grad():
-        table = torch.stack([layout.embed(case) for case in cases])
+        table = layout.embed_many({key: [case[key] for case in cases] for key in cases[0]})
         model.model.embed_tokens.weight.copy_(table.to(dtype))
     units = install(gadget, model, layout, list(range(gadget.layers)), live)
     return model, units

@@ -15,7 +15,8 @@ from qwengpu.backend_torch.gadgets.memory import INIT_WINDOW, Memory, address, f
     latch, pair_address, when
 from qwengpu.backend_torch.model import FULL, LINEAR, blank_model, decode_logits, make_config, \
     prefill_logits
-from qwengpu.backend_torch.residual import ResidualLayout, decode_word_many, deviation
+from qwengpu.backend_torch.residual import ResidualLayout, decode_many, decode_word_many, \
+    deviation
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 BOUNDS = {"fp32": dict(max_deviation=1e-4, min_margin=0.999),
@@ -43,11 +44,18 @@ def model_for(layout, cases, dtype, linear_layers=1, heads=4):
     return model
 
 
-def residuals(model, count, layer):
-    """The residual after decoder `layer`, `[count, hidden]`, for both paths."""
+def residuals(model, count, layers=(0,)):
+    """Per path, the residual after each decoder layer in `layers`, `[count, hidden]` each."""
     ids = torch.arange(count)
-    return {path: run(model, ids, hidden_states=True).hidden_states[layer + 1][0]
-            for path, run in (("prefill", prefill_logits), ("decode", decode_logits))}
+    out = {}
+    for path, run in (("prefill", prefill_logits), ("decode", decode_logits)):
+        states = run(model, ids, hidden_states=True).hidden_states
+        out[path] = [states[layer + 1][0] for layer in layers]
+    return out
+
+
+def at_layer(streams, index):
+    return {path: per_layer[index] for path, per_layer in streams.items()}
 
 
 def check_reads(streams, word, expected, dtype_name, skip=0):
@@ -72,18 +80,19 @@ def test_register_file_random_long(dtype_name):
     """A (warp, register) register file with two read ports, a second memory in the same
     layer and a replica in the next layer: 600 random tokens, ~300 writes, every read exact."""
     rnd = random.Random(1234)
-    layout = ResidualLayout(768)
+    layout = ResidualLayout(960)
     init, write = layout.alloc_bit("init"), layout.alloc_bit("we")
     warp, reg = layout.alloc("w.warp", 8), layout.alloc("w.reg", 16)
     value = layout.alloc_word("w.value")
     reads = [(layout.alloc(f"r{i}.warp", 8), layout.alloc(f"r{i}.reg", 16)) for i in range(3)]
     mem_write, mem_addr = layout.alloc_bit("m.we"), layout.alloc("m.addr", 128)
-    mem_read = layout.alloc("m.raddr", 128)
+    mem_read_hi, mem_read_lo = layout.alloc("m.raddr_hi", 8), layout.alloc("m.raddr_lo", 16)
     live = list(layout.groups.values())
     outs = [layout.alloc_word(f"out{i}") for i in range(4)]
 
     regs = Memory("regs", pair_address(warp, reg), [value], [when(write, 1)], init)
-    # Global memory: 126 words keyed by a one-hot word address, written with the same value.
+    # Global memory: 126 words written at a one-hot word address (128 dims) and read at an
+    # address held as (high 3 bits, low 4 bits): the same slots, two encodings.
     memory = Memory("mem", address(mem_addr), [value], [when(mem_write, 1)], init)
 
     cases, expected = [], [[], [], [], []]
@@ -91,26 +100,27 @@ def test_register_file_random_long(dtype_name):
     for position in range(INIT_WINDOW + 600):
         if position < INIT_WINDOW:
             case = {init: 1, write: 0, warp: 0, reg: 0, value: 0, mem_write: 0, mem_addr: 0,
-                    mem_read: 0}
+                    mem_read_hi: 0, mem_read_lo: 0}
             case.update({g: 0 for pair in reads for g in pair})
         else:
             case = {init: 0, write: int(rnd.random() < 0.5), warp: rnd.randrange(8),
                     reg: rnd.randrange(16), value: rnd.getrandbits(32),
-                    mem_write: int(rnd.random() < 0.3), mem_addr: rnd.randrange(126),
-                    mem_read: rnd.randrange(126)}
+                    mem_write: int(rnd.random() < 0.3), mem_addr: rnd.randrange(126)}
+            mem_read = rnd.randrange(126)
+            case[mem_read_hi], case[mem_read_lo] = divmod(mem_read, 16)
             for read_warp, read_reg in reads:
                 same = rnd.random() < 0.3          # read the slot written by this token
                 case[read_warp] = case[warp] if same else rnd.randrange(8)
                 case[read_reg] = case[reg] if same else rnd.randrange(16)
             if rnd.random() < 0.2:
-                case[mem_read] = case[mem_addr]
+                case[mem_read_hi], case[mem_read_lo] = divmod(case[mem_addr], 16)
         if case[write]:
             slots[case[warp] * 16 + case[reg]] = case[value]
         if case[mem_write]:
             words[case[mem_addr]] = case[value]
         for index, (read_warp, read_reg) in enumerate(reads):
             expected[index].append(slots[case[read_warp] * 16 + case[read_reg]])
-        expected[3].append(words[case[mem_read]])
+        expected[3].append(words[case[mem_read_hi] * 16 + case[mem_read_lo]])
         cases.append(case)
 
     dtype = DTYPES[dtype_name]
@@ -118,16 +128,15 @@ def test_register_file_random_long(dtype_name):
     rms = layout.rms(live)
     regs.install(model, 0, [0], rms, pair_address(*reads[0]), [outs[0]])
     regs.install(model, 0, [2], rms, pair_address(*reads[1]), [outs[1]])
-    memory.install(model, 0, [3], rms, address(mem_read), [outs[3]])
+    memory.install(model, 0, [3], rms, pair_address(mem_read_hi, mem_read_lo), [outs[3]])
     # The replica in layer 1 sees layer 0's outputs in the residual: a larger rms.
     regs.install(model, 1, [1], layout.rms(live + outs[:2] + outs[3:]), pair_address(*reads[2]),
                  [outs[2]])
-    streams0 = residuals(model, len(cases), 0)
-    streams1 = residuals(model, len(cases), 1)
+    streams = residuals(model, len(cases), layers=(0, 1))
     figures = {}
     for index, word in enumerate(outs):
-        streams = streams1 if index == 2 else streams0
-        figures[word.name] = check_reads(streams, word, expected[index], dtype_name)
+        figures[word.name] = check_reads(at_layer(streams, int(index == 2)), word,
+                                         expected[index], dtype_name)
     writes = sum(case[write] for case in cases)
     assert writes > 250
     print(f"\nregister file {dtype_name}: {writes} writes, (deviation, margin) {figures}")
@@ -154,7 +163,7 @@ def test_write_then_read_same_token(dtype_name):
     expected = [0] * INIT_WINDOW + [0xDEADBEEF, 0xDEADBEEF, 0x0BADF00D, 0x0BADF00D, 0]
     model = model_for(layout, sequence, DTYPES[dtype_name])
     memory.install(model, 0, [1], layout.rms(live), address(read), [out])
-    check_reads(residuals(model, len(sequence), 0), out, expected, dtype_name)
+    check_reads(at_layer(residuals(model, len(sequence)), 0), out, expected, dtype_name)
 
 
 @pytest.mark.parametrize("dtype_name", sorted(DTYPES))
@@ -200,9 +209,8 @@ def test_latch_and_taps(dtype_name):
     rms = layout.rms(live)
     hold.install(model, 0, [0], rms, fixed_address(), [latched])
     group_write.install(model, 0, [1], rms, address(read), gathered)
-    streams = residuals(model, len(sequence), 0)
+    streams = at_layer(residuals(model, len(sequence)), 0)
     for path, stream in streams.items():
-        from qwengpu.backend_torch.residual import decode_many
         got, margin = decode_many(latched, stream)
         assert got.tolist() == want_latch, path
         assert margin.min() >= BOUNDS[dtype_name]["min_margin"]

@@ -237,3 +237,22 @@ def test_asserts_on_parameters():
     with pytest.raises(HdlError, match="N must be below 4") as caught:
         elaborate(source, N=4)
     assert caught.value.loc.line == 2
+
+
+def test_qwengpu_write_back_is_carried_by_the_trace():
+    """docs/compiler.md: every write's index, data and enable depend only on record fields,
+    on state the machine never writes (the program, parameters, launch geometry) and on
+    constants."""
+    design = load_design(SPECS[0].parent / "qwengpu.hdl")
+    fields = {f.node for f in design.record}
+    written = {w.state for w in design.writes}
+    for write in design.writes:
+        stack, seen = [write.enable, write.data, *write.index], set()
+        while stack:
+            node = design.nodes[stack.pop()]
+            if node.id in seen or node.id in fields:
+                continue
+            seen.add(node.id)
+            assert node.op not in ("read", "register") or node.state not in written, \
+                f"write to {write.state} at {write.loc} reads {node.state} outside the record"
+            stack.extend(node.args)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from qwengpu.passes import evaluate
 from qwengpu.passes.cost import estimate_cost
 
-from helpers import assert_same_meaning, run_checked, spec_graph
+from pass_helpers import assert_same_meaning, run_checked, spec_graph
 
 LOWER = ("fold-constants", "merge-common", "remove-dead", "lower-digits", "fold-constants",
          "merge-common", "remove-dead")

@@ -11,7 +11,7 @@ from qwengpu.passes.digits import GENERATE, PROPAGATE
 from qwengpu.passes.fold_constants import WORD_RULES
 from qwengpu.dsl.netlist import RegisterSpec
 
-from helpers import assert_same_meaning, run_checked, spec_graph
+from pass_helpers import assert_same_meaning, run_checked, spec_graph
 
 HEADER = """
 register x : u8;

@@ -9,7 +9,7 @@ from qwengpu.errors import Location
 from qwengpu.passes import (Encoding, Graph, VerifyError, evaluate, format_graph, to_dot,
                             verify)
 
-from helpers import memory_graph, operator_graph, spec_graph
+from pass_helpers import memory_graph, operator_graph, spec_graph
 
 COUNTER = """
 register count : u8;

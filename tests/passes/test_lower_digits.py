@@ -13,7 +13,7 @@ from qwengpu.passes import evaluate, format_graph, verify
 from qwengpu.passes.cost import estimate_cost
 from qwengpu.passes.digits import DIGIT_OPS
 
-from helpers import assert_same_meaning, memory_graph, operator_graph, run_checked, spec_graph
+from pass_helpers import assert_same_meaning, memory_graph, operator_graph, run_checked, spec_graph
 
 BINARY = ["add", "sub", "mul", "and", "or", "xor", "eq", "ne", "ult", "ule", "slt", "sle",
           "shl", "shr", "sar"]

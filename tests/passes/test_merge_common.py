@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from qwengpu.passes import format_graph
 
-from helpers import assert_same_meaning, memory_graph, run_checked, spec_graph
+from pass_helpers import assert_same_meaning, memory_graph, run_checked, spec_graph
 
 SPEC = """
 register x : u8;

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu.passes import (DEFAULT_PIPELINE, PASSES, format_stats, register, run_passes)
+from qwengpu.passes import (DEFAULT_PIPELINE, PASSES, format_graph, format_stats, register,
+                            run_passes)
 
-from helpers import assert_same_meaning, spec_graph
+from pass_helpers import assert_same_meaning, spec_graph
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = "register x : u8;\nregister y : u8;\nstage s { emit a = (x + 0) * y; emit b = y * x; }"
@@ -57,3 +58,13 @@ def test_unknown_pass_is_refused_before_anything_runs():
     with pytest.raises(KeyError, match="unknown pass 'fold'"):
         run_passes(graph, ["merge-common", "fold"])
     assert len(graph) == before
+
+
+def test_the_same_spec_gives_the_same_text():
+    source = SPEC.replace("emit b = y * x;", "emit b = y * x; emit c = x < y ? x >> y : x - y;")
+    texts = []
+    for _ in range(2):
+        graph = spec_graph(source)
+        run_passes(graph, DEFAULT_PIPELINE)
+        texts.append(format_graph(graph))
+    assert texts[0] == texts[1]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import assert_same_meaning, run_checked, spec_graph
+from pass_helpers import assert_same_meaning, run_checked, spec_graph
 
 SPEC = """
 register x : u8;

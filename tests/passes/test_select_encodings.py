@@ -6,7 +6,7 @@ from __future__ import annotations
 from qwengpu.passes import Encoding, format_graph
 from qwengpu.passes.select_encodings import residual_dims
 
-from helpers import assert_same_meaning, operator_graph, run_checked, spec_graph
+from pass_helpers import assert_same_meaning, operator_graph, run_checked, spec_graph
 
 
 def test_digit_encodings_after_lowering():

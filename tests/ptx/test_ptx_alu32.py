@@ -241,3 +241,53 @@ def test_conversions_to_and_from_64_bits():
         wide_signed = s32(a) & ((1 << 64) - 1)
         short = ((a & 0xFFFF) - (0x10000 if a & 0x8000 else 0)) & ((1 << 64) - 1)
         assert words == (a, 0, wide_signed & M32, wide_signed >> 32, short & M32, short >> 32, a)
+
+
+def c_div(a: int, b: int) -> int:
+    quotient = abs(a) // abs(b)
+    return quotient if (a < 0) == (b < 0) else -quotient
+
+
+def test_division_and_remainder_by_a_register():
+    rows = [(a, b) for a, b in pairs() if b] + [(0x8000_0000, 0xFFFF_FFFF), (0x8000_0000, 1)]
+    body = ("    div.u32 %o0, %a0, %a1;\n    rem.u32 %o1, %a0, %a1;\n"
+            "    div.s32 %o2, %a0, %a1;\n    rem.s32 %o3, %a0, %a1;")
+    got = run_rows(body, rows, 4)
+    for (a, b), words in zip(rows, got):
+        sa, sb = s32(a), s32(b)
+        if sa == -(1 << 31) and sb == -1:      # overflows: PTX leaves it unspecified
+            assert words[:2] == (0, 0x8000_0000)
+            continue
+        quotient = c_div(sa, sb)
+        assert words == (a // b, a % b, quotient & M32, (sa - sb * quotient) & M32)
+
+
+def test_division_by_zero_and_by_constants():
+    rows = [(a,) for a in EDGE_WORDS]
+    body = ("    div.u32 %o0, %a0, 0;\n    rem.u32 %o1, %a0, 0;\n    div.u32 %o2, %a0, 8;\n"
+            "    rem.u32 %o3, %a0, 8;\n    div.s32 %o4, %a0, -3;\n    rem.s16 %h0, %a0, 7;\n"
+            "    cvt.u32.u16 %o5, %h0;")
+    got = run_rows(body, rows, 6)
+    for (a,), words in zip(rows, got):
+        small = a & 0xFFFF
+        signed_small = small - (1 << 16) if small >> 15 else small
+        remainder_16 = (signed_small - 7 * c_div(signed_small, 7)) & 0xFFFF
+        assert words == (M32, a, a >> 3, a & 7, c_div(s32(a), -3) & M32, remainder_16)
+
+
+def test_bit_counting():
+    rows = [(a,) for a in EDGE_WORDS + [0x0001_0000, 0x4000_0000, 6]]
+    first = "    popc.b32 %o0, %a0;\n    clz.b32 %o1, %a0;\n    brev.b32 %o2, %a0;"
+    second = ("    bfind.u32 %o0, %a0;\n    bfind.s32 %o1, %a0;\n"
+              "    bfind.shiftamt.u32 %o2, %a0;")
+    third = ("    mov.b64 %y0, {%a0, %a0};\n    popc.b64 %o0, %y0;\n"
+             "    cvt.u64.u32 %y1, %a0;\n    clz.b64 %o1, %y1;\n    clz.b64 %o2, %y0;")
+    got = [a + b + c for a, b, c in zip(run_rows(first, rows, 3), run_rows(second, rows, 3),
+                                        run_rows(third, rows, 3))]
+    for (a,), words in zip(rows, got):
+        signed = s32(a)
+        msb_s = (~signed if signed < 0 else signed).bit_length() - 1
+        assert words == (bin(a).count("1"), 32 - a.bit_length(), int(f"{a:032b}"[::-1], 2),
+                         (a.bit_length() - 1) & M32, msb_s & M32,
+                         (32 - a.bit_length()) if a else M32, 2 * bin(a).count("1"),
+                         64 - a.bit_length(), 32 - a.bit_length() if a else 64)

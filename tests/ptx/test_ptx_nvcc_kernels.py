@@ -122,6 +122,29 @@ def model_bytes(b):
     return {"x": x}
 
 
+def model_divide(d, e):
+    def run(b):
+        x, y = list(b["x"]), list(b["y"])
+        for i in range(8):
+            v, u = s32(b["x"][i]), b["y"][i]
+            x[i] = c_div(v, d) & M32
+            x[i + 8] = c_rem(v, d) & M32
+            y[i] = (u // e + (u % e) * 1000) & M32
+        return {"x": x, "y": y}
+    return run
+
+
+def model_bit_count(b):
+    x = list(b["x"])
+    for i in range(8):
+        v = b["x"][i]
+        x[i + 8] = bin(v).count("1")
+        x[i + 16] = 32 - v.bit_length()
+        x[i + 24] = int(f"{v:032b}"[::-1], 2)
+        x[i + 32] = (v & -v).bit_length()
+    return {"x": x}
+
+
 def model_weighted_prefix(b):
     x = list(b["x"])
     for i in range(16):
@@ -240,6 +263,15 @@ CASES = [
     Case("arith", "bytes", 1, 8, {"x": [0xDEAD_BEEF, 0x8000_0001, 0xFF, 0x0102_0304, 0,
                                         0xFFFF_FFFF, 0x7F80_7F80, 0x1234_5678] + [0] * 24},
          ["x"], model_bytes),
+    Case("arith", "divide", 1, 8, {"x": [100, -100, 7, -7, 0, 2147483647, -2147483648, 99] + [0] * 8,
+                                   "y": [100, 0xFFFF_FFFF, 7, 6, 0, 0x8000_0000, 12345, 1]},
+         ["x", "y", -7, 13], model_divide(-7, 13)),
+    Case("arith", "divide", 1, 8, {"x": [100, -100, 7, -7, 0, 2147483647, -2147483648, 99] + [0] * 8,
+                                   "y": [100, 0xFFFF_FFFF, 7, 6, 0, 0x8000_0000, 12345, 1]},
+         ["x", "y", 3, 0xFFFF_FFFF], model_divide(3, 0xFFFF_FFFF)),
+    Case("arith", "bit_count", 1, 8, {"x": [0, 1, 0x8000_0000, 0xFFFF_FFFF, 0x0F0F_0F0F,
+                                            0x1234_5678, 6, 0x0001_0000] + [0] * 32}, ["x"],
+         model_bit_count),
     Case("control", "weighted_prefix", 1, 16, {"x": [k * 7 - 20 for k in range(16)] + [0] * 16},
          ["x"], model_weighted_prefix),
     Case("control", "branches", 1, 8, {"x": [50, -5, 2000, -7, 0, 99, 100, 1001]}, ["x"],
@@ -291,7 +323,6 @@ def test_global_variables_are_laid_out_after_the_buffers():
 
 
 UNSUPPORTED = [
-    ("divide", "'div.s32' is not supported", "div.s32"),
     ("shared_memory", ".shared memory", "mov.u32"),
     ("local_array", ".local memory", "mov.u64"),
     ("calls", "'call.uni' is not supported", "call.uni"),

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ptx_harness import EDGE_WORDS, M32, M64, pairs, run_rows, s32, s64, sext
+from ptx_harness import EDGE_WORDS, M32, M64, pairs, run_rows, s64, sext
 
 EDGE_64 = [0, 1, 2, M32, 1 << 32, (1 << 32) + 1, (1 << 63) - 1, 1 << 63, (1 << 63) + 1, M64,
            M64 - 1, 0xFFFF_FFFF_0000_0000, 0x0000_0001_FFFF_FFFF, 0x1234_5678_9ABC_DEF0]

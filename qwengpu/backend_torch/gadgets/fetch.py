@@ -16,7 +16,8 @@ no earlier layer is involved and the whole store sits in one layer.  All payload
 their nibbles in the two shared input groups `tok.n0` / `tok.n1` (a byte: low / high digit; a
 pair of register fields: first / second; a PC: low / high digit), so the prompt vocabulary
 costs few residual dims.  A slot never written reads the all-zero instruction (`invalid`:
-trap 1), from the init tokens.  The loader may skip a `hi` group whose two bytes are 0.
+trap 1), from the init tokens.  A slot's first write may skip a `hi` group whose two
+bytes are 0 (`program_prompt` does).
 
 The fetch port is the replica's query: the PC, one-hot (128) or as a (high 3 bits, low 4
 bits) pair of groups.  Three heads, no MLP units; the outputs are the fields above, written
@@ -64,21 +65,32 @@ PROGRAM_KINDS = (
 )
 
 
+def instruction_tokens(vocab, slot: int, item: int | Instruction, *, skip_zero_hi: bool = False
+                       ) -> list[int]:
+    """Token ids that write one instruction (a word or an `Instruction`) into `slot`.
+
+    `skip_zero_hi` leaves out the `hi` group when the immediate's high half is 0: right only
+    for a slot that still holds its init value."""
+    ins = item if isinstance(item, Instruction) else Instruction.decode(item)
+    imm = ins.imm & 0xFFFF_FFFF
+    byte = [(imm >> (8 * i)) & 0xFF for i in range(4)]
+    ids = [vocab.id("@", slot), vocab.id("o", int(ins.op), int(ins.bimm), int(ins.pn)),
+           vocab.id("da", ins.d, ins.a), vocab.id("bc", ins.b, ins.c),
+           vocab.id("@", slot), vocab.id("pg", ins.pg), vocab.id("ib", byte[0]),
+           vocab.id("ib1", byte[1])]
+    if byte[2] or byte[3] or not skip_zero_hi:
+        ids += [vocab.id("@", slot), vocab.id("ib", byte[2]), vocab.id("ib3", byte[3])]
+    return ids
+
+
 def program_prompt(vocab, program: Sequence[int | Instruction], *, skip_zero_hi: bool = True
                    ) -> list[int]:
-    """Token ids that write `program` (instruction words or `Instruction`s) into slots 0..."""
-    ids: list[int] = []
-    for slot, item in enumerate(program):
-        ins = item if isinstance(item, Instruction) else Instruction.decode(item)
-        imm = ins.imm & 0xFFFF_FFFF
-        byte = [(imm >> (8 * i)) & 0xFF for i in range(4)]
-        ids += [vocab.id("@", slot), vocab.id("o", int(ins.op), int(ins.bimm), int(ins.pn)),
-                vocab.id("da", ins.d, ins.a), vocab.id("bc", ins.b, ins.c)]
-        ids += [vocab.id("@", slot), vocab.id("pg", ins.pg), vocab.id("ib", byte[0]),
-                vocab.id("ib1", byte[1])]
-        if byte[2] or byte[3] or not skip_zero_hi:
-            ids += [vocab.id("@", slot), vocab.id("ib", byte[2]), vocab.id("ib3", byte[3])]
-    return ids
+    """Token ids that write `program` into fresh slots 0, 1, ... (the rest read 0)."""
+    if len(program) > PROG_WORDS:
+        from qwengpu.errors import CapacityError
+        raise CapacityError(f"program of {len(program)} instructions; {PROG_WORDS} slots")
+    return [token for slot, item in enumerate(program)
+            for token in instruction_tokens(vocab, slot, item, skip_zero_hi=skip_zero_hi)]
 
 
 @dataclass(frozen=True)

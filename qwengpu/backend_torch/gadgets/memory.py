@@ -254,6 +254,10 @@ class Memory:
         value groups one for one, zero until this layer, and get one hot entry of their own
         scale (or `out_scale`) on every token."""
         attn = _linear_attn(model, layer)
+        if attn.head_v_dim != self.head_dim or attn.head_k_dim <= max(
+                self.address.slots + (query.slots if query is not None else [])):
+            raise ValueError(f"{self.name}: needs DeltaNet heads of {self.head_dim} value dims "
+                             f"and more key dims than its highest slot")
         if len(heads) != self.heads:
             raise ValueError(f"{self.name}: needs {self.heads} head(s), got {len(heads)}")
         drive = drive_for(attn.in_proj_qkv.weight.dtype)

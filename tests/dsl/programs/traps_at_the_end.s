@@ -1,4 +1,5 @@
-; Every kind of instruction, then a misaligned store on lane 1 of warp 1 stops the machine.
+; Many kinds of instruction, then a misaligned store by thread 5 of block 1 (warp 3, lane 1)
+; stops the machine.
 .grid 2
 .block 6
 .param 0 16

@@ -55,3 +55,25 @@ extern "C" __global__ void bytes(unsigned *x)
     x[i + 16] = (v & 0xff) | ((v >> 16 & 0xff) << 8) | ((v >> 8 & 0xff) << 16) | ((v >> 24) << 24);
     x[i + 24] = (unsigned)(unsigned char)(b0 + b1) | ((unsigned)(unsigned char)(b0 * b1) << 8);
 }
+
+// Division and remainder by a variable (a loop of 32 steps on QwenGPU), signed and unsigned.
+extern "C" __global__ void divide(int *x, unsigned *y, int d, unsigned e)
+{
+    int i = threadIdx.x;
+    int v = x[i];
+    unsigned u = y[i];
+    x[i] = v / d;
+    x[i + 8] = v % d;
+    y[i] = u / e + (u % e) * 1000;
+}
+
+// Bit counting: __popc, __clz, __brev, __ffs (bfind on the reversed word).
+extern "C" __global__ void bit_count(int *x)
+{
+    int i = threadIdx.x;
+    int v = x[i];
+    x[i + 8] = __popc(v);
+    x[i + 16] = __clz(v);
+    x[i + 24] = __brev(v);
+    x[i + 32] = __ffs(v);
+}

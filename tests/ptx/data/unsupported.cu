@@ -1,10 +1,5 @@
 // Kernels QwenGPU cannot run: each must fail with a clear error at the right PTX line.
 
-extern "C" __global__ void divide(int *x, int d)
-{
-    x[threadIdx.x] = x[threadIdx.x] / d;
-}
-
 extern "C" __global__ void shared_memory(int *x)
 {
     __shared__ int t[4];
