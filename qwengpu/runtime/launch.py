@@ -362,6 +362,7 @@ class TrapInfo:
                 "record": self.record, "warp": self.warp, "lane": self.lane,
                 "block": self.block, "thread": self.thread, "pc": self.pc,
                 "instruction": self.instruction,
+                "ptx_file": self.ptx_loc.file if self.ptx_loc else None,
                 "ptx_line": self.ptx_loc.line if self.ptx_loc else None,
                 "ptx": self.ptx_text, "address": self.address}
 

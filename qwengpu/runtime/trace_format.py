@@ -12,6 +12,7 @@ branch outcomes, exits, and the trap if there was one.  Values are signed 32-bit
 
 from __future__ import annotations
 
+import os
 from typing import Iterable, Iterator
 
 from qwengpu.isa import MASK32, Op
@@ -52,6 +53,9 @@ def format_record(index: int, record: dict[str, int], launch: Launch) -> list[st
     if pc < len(program.slots) and program.slots[pc].origin is not None:
         slot = program.slots[pc]
         where = f"  ; line {slot.ptx_loc.line}: {slot.ptx_text}"
+        cuda = slot.origin.cuda_loc
+        if cuda is not None:  # PTX made with -lineinfo says which CUDA line it came from
+            where += f"  ({os.path.basename(cuda.file)}:{cuda.line})"
     block, _ = launch.thread_of(record["warp"], 0)
     warp = f"warp {record['warp']}" + (f" (block {block})" if launch.grid > 1 else "")
     head = (f"#{index:<4d}{warp}  pc {pc:<3d} "

@@ -7,7 +7,7 @@ from qwengpu.backend_torch.residual import ResidualLayout
 
 
 BOUNDS = {"fp32": dict(max_deviation=1e-4, min_margin=0.999),
-          "bf16": dict(max_deviation=0.02, min_margin=0.97)}
+          "bf16": dict(max_deviation=0.05, min_margin=0.9)}
 
 
 def test_table_lookup_exhaustive(bench, dtype_name):

@@ -247,3 +247,47 @@ def test_costs():
     assert (cost.heads, cost.dims_written, cost.mlp_units) == (3, 384, 0)
     wide = Memory("wide", address(reg), [value, layout.alloc_word("v2")], [when(write, 1)])
     assert wide.heads == 2
+
+
+@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
+def test_noisy_inputs(dtype_name):
+    """Inputs off their ideal one-hot values by up to 0.1 (hot and cold entries alike, as an
+    upstream gadget may leave them): slot selection and write enable stay exact; the value
+    read back carries the written deviation times about gain / (gain - offset)."""
+    rnd = random.Random(21)
+    noise = 0.1
+    layout = ResidualLayout(384)
+    init, write = layout.alloc_bit("init"), layout.alloc_bit("we")
+    warp, reg, value = layout.alloc("warp", 8), layout.alloc("reg", 16), layout.alloc_word("v")
+    read_warp, read_reg = layout.alloc("rwarp", 8), layout.alloc("rreg", 16)
+    live = list(layout.groups.values())
+    out = layout.alloc_word("out")
+    cases = [{init: 1, write: 0, warp: 0, reg: 0, value: 0, read_warp: 0, read_reg: 0}] * \
+        INIT_WINDOW
+    slots, expected = [0] * 128, [0] * INIT_WINDOW
+    for _ in range(300):
+        case = {init: 0, write: rnd.randrange(2), warp: rnd.randrange(8), reg: rnd.randrange(16),
+                value: rnd.getrandbits(32), read_warp: rnd.randrange(8),
+                read_reg: rnd.randrange(16)}
+        if case[write]:
+            slots[case[warp] * 16 + case[reg]] = case[value]
+        expected.append(slots[case[read_warp] * 16 + case[read_reg]])
+        cases.append(case)
+    model = model_for(layout, cases, DTYPES[dtype_name])
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        weight = model.model.embed_tokens.weight
+        inputs = slice(1, out.digits[0].start)       # every input group, not ONE
+        jitter = (torch.rand(weight[:, inputs].shape, generator=generator) * 2 - 1) * noise
+        jitter[:INIT_WINDOW] = 0                        # the init tokens come from the embedding
+        weight[:, inputs] += jitter.to(weight.dtype)
+    Memory("regs", pair_address(warp, reg), [value], [when(write, 1)], init).install(
+        model, 0, [0], layout.rms(live), pair_address(read_warp, read_reg), [out])
+    want = torch.tensor(expected)
+    for path, stream in at_layer(residuals(model, len(cases)), 0).items():
+        got, margin = decode_word_many(out, stream)
+        assert torch.equal(got, want), f"{path}: {(got != want).sum().item()} wrong reads"
+        worst = deviation(out, stream, want).max().item()
+        assert worst <= 2.5 * noise, f"{path}: deviation {worst:.3g}"
+        print(f"\nnoisy inputs {dtype_name} {path}: in {noise}, out {worst:.3g}, "
+              f"margin {margin.min().item():.3g}")

@@ -185,3 +185,27 @@ def test_cu_source_runs_and_nvcc_errors_are_nvccs_own(tmp_path, capsys):
                                                                     kernel="k", args=["a"])))
     assert code == 1 and "nvcc failed" in err and "identifier \"y\" is undefined" in err
     assert os.listdir(tmp_path).count("broken.ptx") == 0
+
+
+def test_trace_names_the_cuda_line_when_the_ptx_has_line_info(tmp_path, capsys):
+    (tmp_path / "lines.ptx").write_text(""".version 9.0
+.target sm_80
+.address_size 64
+.visible .entry lines(.param .u64 lines_out)
+{
+    .reg .b64 %rd<2>;
+    .reg .b32 %r<2>;
+    .loc 1 7 3
+    ld.param.u64 %rd1, [lines_out];
+    mov.u32 %r1, %tid.x;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+.file 1 "/somewhere/kernel.cu"
+""")
+    path = tmp_path / "lines.json"
+    path.write_text(json.dumps({"source": "lines.ptx", "kernel": "lines", "grid": 1, "block": 1,
+                                "buffers": {"out": [5]}, "args": ["out"]}))
+    code, out, err = run_cli(capsys, path, "--trace")
+    assert code == 0 and "; line 9: ld.param.u64 %rd1, [lines_out];  (kernel.cu:7)" in out
+    assert out.endswith("out = [0]\n")

@@ -359,14 +359,24 @@ def _release(text: str) -> str | None:
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("name", ["arith", "control", "wide", "memory", "unsupported"])
 def test_checked_in_ptx_is_what_nvcc_makes(name):
+    """Exactly the same text from the same nvcc release; from another release, the same text
+    apart from the header comments that name the compiler, or a skip if the code changed."""
     from qwengpu.ptx.nvcc import compile_cuda
 
     checked_in = ptx(name)
+    fresh = compile_cuda(str(DATA / f"{name}.cu"))
     version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
-    if _release(version) is None or _release(version) not in checked_in:
-        pytest.skip("the checked-in PTX was made by another nvcc release")
-    assert compile_cuda(str(DATA / f"{name}.cu")) == checked_in, (
-        f"tests/ptx/data/{name}.ptx is stale: regenerate it with qwengpu.ptx.nvcc.compile_cuda")
+    same_release = _release(version) is not None and _release(version) in checked_in
+    if same_release:
+        assert fresh == checked_in, (f"tests/ptx/data/{name}.ptx is stale: run "
+                                     "python tests/ptx/data/regen_ptx.py")
+        return
+    if _without_comments(fresh) != _without_comments(checked_in):
+        pytest.skip(f"nvcc {_release(version)} makes different code than the checked-in PTX")
+
+
+def _without_comments(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.lstrip().startswith("//")]
 
 
 def test_register_pressure_error_of_a_real_kernel(tmp_path):

@@ -63,12 +63,17 @@ class DigitAdder(Gadget):
     layers = 3
 
     def __init__(self, layout: ResidualLayout, alpha: Sequence[Form], beta: Sequence[Form],
-                 out: Word | None, *, carry_in: int | Group = 0, carry_out: Group | None = None,
-                 name: str = "add"):
+                 out: Word | Sequence[Group | None] | None, *, carry_in: int | Group = 0,
+                 carry_out: Group | None = None, name: str = "add"):
         if len(alpha) != len(beta) or not 1 <= len(alpha) <= 2 * BLOCK:
             raise ValueError(f"{name}: need 1..{2 * BLOCK} digits in both operands")
-        self.name, self.out, self.carry_out = name, out, carry_out
+        self.name, self.carry_out = name, carry_out
         self.n = len(alpha)
+        # out_digits[i]: where sum digit i goes (None: not written)
+        digits = out.digits if isinstance(out, Word) else (out or [None] * self.n)
+        if len(digits) != self.n:
+            raise ValueError(f"{name}: {len(digits)} output digits for {self.n}-digit operands")
+        self.out_digits = list(digits)
         cin = carry_in if isinstance(carry_in, Form) else (
             entries(carry_in, [1]) if isinstance(carry_in, Group) else const(carry_in))
         self.sums = [alpha[i] + beta[i] + (cin if i == 0 else Form()) for i in range(self.n)]
@@ -105,9 +110,9 @@ class DigitAdder(Gadget):
             else:
                 score, need = self._carry_score(self.n)
                 emit_bit(third, score, need - 0.5, self.carry_out)
-        if self.out is None:
-            return
-        for i, digit in enumerate(self.out.digits):
+        for i, digit in enumerate(self.out_digits):
+            if digit is None:
+                continue
             local = self.sums[i] - entries(self.states[i], [GENERATE]) * 16.0
             score, need = self._carry_score(i)
             # [local + carry >= k]  <=>  weight * (local - k + 1) + score >= need - 1/2
@@ -120,7 +125,7 @@ class DigitAdder(Gadget):
 
     def written(self):
         second = list(self.carries.values()) + list(self.select.values())
-        third = list(self.out.digits) if self.out is not None else []
+        third = [digit for digit in self.out_digits if digit is not None]
         if self.carry_out is not None:
             (second if self.n <= BLOCK else third).append(self.carry_out)
         return [list(self.states), second, third]

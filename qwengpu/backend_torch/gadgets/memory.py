@@ -12,12 +12,15 @@ How the pieces of the head are driven (constants in `MixerDrive`):
 
 - **keys, queries, values** come out of `silu(conv1d(in_proj_qkv x))`.  Each channel reads one
   token of the conv window (the *tap*: 0 = the current token, 1..3 = that many tokens back;
-  the other taps are zeroed).  A channel that should be 1 when a set of one-hot entries is hot
-  gets the pre-activation `gain * (sum of those entries) - gain * (n - 1) - offset`: all `n`
-  hot gives `gain - offset` (where `silu(x) == x`), any one cold gives `-offset` or less,
-  where silu is ~0.  So the conv's SiLU *is* an AND gate: an address that is a pair of
-  one-hot groups (warp x register) needs no helper MLP.  q and k are L2-normalised by the
-  layer, so their scale does not matter; values are stored at `gain - offset` per hot entry.
+  the other taps are zeroed).  A channel that should be 1 when a set of `n` one-hot entries
+  is hot gets the pre-activation `gain * (sum of those entries) - gain * (n - 1) - offset`:
+  all hot gives `gain - offset`, any one cold gives `-offset` or less, where silu is ~0.  So
+  the conv's SiLU *is* an AND gate: an address that is a pair of one-hot groups (warp x
+  register) needs no helper MLP.  q and k are L2-normalised by the layer, so only the ratio
+  of cold to hot channels matters: keys use a large offset (inputs may be `offset / (n gain)`
+  off and the key stays clean).  Values are stored at `gain - offset` per hot entry, where
+  `silu(x) == x`, so a value read back carries the deviation it was written with times
+  `gain / (gain - offset)`: the memory is exact on the slot, linear on the value.
 - **write enable** is `beta = sigmoid(in_proj_b x)` of the current token: `+beta_drive` when
   every write condition holds (exactly 1 after the sigmoid), `-beta_drive` or less otherwise
   (exactly 0).
@@ -58,19 +61,23 @@ LINEAR_ATTENTION = "linear_attention"
 class MixerDrive:
     """How hard the DeltaNet channels are driven (see the module doc)."""
 
-    gain: float          # a channel whose entries are all hot sits at gain - offset
-    offset: float        # a channel with a cold entry sits at -offset or below
+    key_gain: float      # q/k: all entries hot sits at key_gain - key_offset
+    key_offset: float    # q/k: a cold entry puts the channel at -key_offset or below
+    value_gain: float    # values: stored at value_gain - value_offset per hot entry
+    value_offset: float
     beta: float          # in_proj_b pre-activation: sigmoid(+-beta) is exactly 1 / 0
     gate: float          # in_proj_z pre-activation: silu(gate) == gate
 
     @property
-    def hot(self) -> float:
-        return self.gain - self.offset
+    def key_hot(self) -> float:
+        return self.key_gain - self.key_offset
 
 
 MIXER_DRIVES = {
-    torch.float32: MixerDrive(gain=200.0, offset=24.0, beta=200.0, gate=32.0),
-    torch.bfloat16: MixerDrive(gain=200.0, offset=24.0, beta=200.0, gate=32.0),
+    torch.float32: MixerDrive(key_gain=100.0, key_offset=50.0, value_gain=1000.0,
+                              value_offset=200.0, beta=200.0, gate=32.0),
+    torch.bfloat16: MixerDrive(key_gain=100.0, key_offset=50.0, value_gain=1000.0,
+                               value_offset=200.0, beta=200.0, gate=32.0),
 }
 
 
@@ -140,14 +147,15 @@ class SlotAddress:
         """Per slot: the (tap, pre-activation) parts of its key channel."""
         per_slot: dict[int, list[tuple[int, Form]]] = {}
         if not self.groups:
-            return {slot: [(0, const(drive.hot))] for slot in self.slots}
+            return {slot: [(0, const(drive.key_hot))] for slot in self.slots}
         count = len(self.groups)
         for values, slot in sorted(self.slot_of.items()):
             parts = per_slot.setdefault(slot, [])
             for group, tap, value in zip(self.groups, self.taps, values):
-                parts.append((tap, Form({group.dim(value): drive.gain / group.scale})))
+                parts.append((tap, Form({group.dim(value): drive.key_gain / group.scale})))
         for slot, parts in per_slot.items():
-            parts.append((self.taps[0], const(-drive.gain * (count - 1) - drive.offset)))
+            parts.append((self.taps[0],
+                          const(-drive.key_gain * (count - 1) - drive.key_offset)))
         return per_slot
 
 
@@ -278,9 +286,9 @@ class Memory:
             mine = [part for part in self.parts if part.head == index]
             for part in mine:
                 for entry in range(part.group.size):
-                    form = Form({part.group.dim(entry): drive.gain / part.group.scale})
+                    form = Form({part.group.dim(entry): drive.value_gain / part.group.scale})
                     head.channel("v", value_head, part.offset + entry,
-                                 [(part.tap, form), (part.tap, const(-drive.offset))])
+                                 [(part.tap, form), (part.tap, const(-drive.value_offset))])
             head.beta(value_head, self._beta_form(drive))
             if query is None:
                 continue
@@ -300,7 +308,7 @@ class Memory:
         if self.init is None:
             return Form()
         groups = max(len(self.address.groups), 1)
-        return Form({self.init.dim(1): drive.gain * groups / self.init.scale})
+        return Form({self.init.dim(1): drive.key_gain * groups / self.init.scale})
 
     def _beta_form(self, drive: MixerDrive) -> Form:
         conditions = list(self.write_when)

@@ -1,0 +1,320 @@
+"""The trace vocabulary: every token a compiled model reads or writes, derived from a `Design`.
+
+A changed spec changes the vocabulary: the record fields (`emit`) and the state elements
+(`memory`, `register`) of the elaborated design decide every token.  docs/trace.md explains
+the format for readers; this docstring is the API for the emitter and the runtime.
+
+    protocol = TraceProtocol.from_design(design)
+    protocol.vocab_size, protocol.tokens_per_record
+    protocol.describe(token_id)      -> Token (kind, name, byte, value, index, text)
+    protocol.token_id("rval2.b1=3f") -> int      (also field_token, init_token, stage_token,
+                                                 commit_token, and .pad_id .unk_id .bos_id
+                                                 .trace_id .eos_id)
+    protocol.encode_records(records) -> ids      (a trace, ending with eos)
+    protocol.save(dir); TraceProtocol.load(dir)  (protocol.json + tokenizer files)
+
+Token kinds, in id order (ids are dense, 0 .. vocab_size-1, fixed by the design alone):
+
+- `control` (ids 0..4): `<pad>`, `<unk>`, `<bos>` (start of launch), `<trace>` (end of the
+  prompt: the model answers it with the first field of the first record, or eos), `<eos>`
+  (end of launch, the checkpoint's `eos_token_id`).  There is no end-of-record token.
+- `field`: one token per (record field, byte, value).  A field of `width` bits is
+  `ceil(width/8)` bytes, little-endian; byte `b` has `2**min(8, width - 8b)` values.  Text
+  `{field}.b{byte}={value:02x}`, e.g. `rval2.b1=3f`.  A record is its fields' bytes in emit
+  order (`record_slots`), nothing else: `tokens_per_record` tokens.  The tokens of the last
+  slot (`closes_record`) close the record: that is the token whose pass commits the record.
+- `init`: one token per record slot, text `init:{field}.b{byte}`: write 0 into that slot of
+  the record scratch without closing a record (prompt only: scratch initialisation).
+- `stage`: one token per (byte, value) for bytes 0 .. `stage_bytes`-1 (enough for the widest
+  state element), text `set.b{byte}={value:02x}`: write the byte into the *staging scratch*
+  (a memory of `stage_bytes` slots, keyed by byte) without committing anything.
+- `commit`: one token per state element and index (`memory` elements row-major, then
+  `register`s, in declaration order), text `mem[5]`, `regs[3][1][4]`, `ntid`: write
+  `state[index] <= staged bytes 0 .. ceil(width/8)-1` (little-endian).
+
+Prompt writes therefore do not depend on the DeltaNet conv window: a 64-bit word needs 8 value
+bytes, more than 4 consecutive tokens can carry, so values go through the staging scratch the
+way record fields go through the record scratch, and the commit token (which names element and
+index) reads them back, like the token that closes a record.  `qwengpu.runtime.prompt`
+guarantees: every staging slot and every record-scratch slot is written before the first
+commit; before each commit the staged bytes 0 .. ceil(width/8)-1 hold exactly the value (bits
+above the element's width are 0); a byte is restaged only when it differs from what the
+staging slot holds; every state element of the design is committed exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from qwengpu.dsl.netlist import Design
+from qwengpu.errors import UserError
+
+FORMAT = "qwengpu-trace-protocol"
+VERSION = 1
+PROTOCOL_FILE = "protocol.json"
+CONTROL_TOKENS = ("<pad>", "<unk>", "<bos>", "<trace>", "<eos>")
+
+
+class ProtocolError(UserError):
+    """A checkpoint's protocol that is missing, malformed or does not fit its use."""
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """A record field: `name`, `width` bits, stored as `bytes` little-endian tokens."""
+
+    name: str
+    width: int
+
+    @property
+    def bytes(self) -> int:
+        return -(-self.width // 8)
+
+    def byte_values(self, byte: int) -> int:
+        """How many values byte `byte` of the field can take."""
+        return 1 << min(8, self.width - 8 * byte)
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """A state element: a `memory` of `shape` elements or a `register` (shape ())."""
+
+    name: str
+    kind: str
+    shape: tuple[int, ...]
+    width: int
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def bytes(self) -> int:
+        return -(-self.width // 8)
+
+    def indices(self) -> Iterable[tuple[int, ...]]:
+        """Every index, row-major (the register's only index is ())."""
+        for flat in range(self.size):
+            index = []
+            for dim in reversed(self.shape):
+                flat, digit = divmod(flat, dim)
+                index.append(digit)
+            yield tuple(reversed(index))
+
+
+@dataclass(frozen=True)
+class Token:
+    """The meaning of one token id (see the module docstring for the kinds)."""
+
+    id: int
+    kind: str                        # control | field | init | stage | commit
+    name: str                        # control text, field name, state name; "" for stage
+    text: str
+    byte: int | None = None          # field, init, stage
+    value: int | None = None         # field, stage (init writes 0)
+    index: tuple[int, ...] | None = None   # commit: element index, () for a register
+    slot: int | None = None          # field, init: position in `record_slots`
+    closes_record: bool = False      # field tokens of the last record slot
+
+
+def _hex(value: int) -> str:
+    return f"{value:02x}"
+
+
+def commit_text(name: str, index: tuple[int, ...]) -> str:
+    return name + "".join(f"[{i}]" for i in index)
+
+
+class TraceProtocol:
+    """The vocabulary of one design (see the module docstring)."""
+
+    def __init__(self, design_name: str, fields: Sequence[FieldSpec],
+                 state: Sequence[StateSpec]):
+        if not fields:
+            raise ProtocolError(f"{design_name} emits no record fields: there is no trace")
+        self.design_name = design_name
+        self.fields = tuple(fields)
+        self.state = tuple(state)
+        self.field_by_name = {f.name: f for f in self.fields}
+        self.state_by_name = {s.name: s for s in self.state}
+        self.record_slots = tuple((f.name, b) for f in self.fields for b in range(f.bytes))
+        self._slot_index = {slot: position for position, slot in enumerate(self.record_slots)}
+        self.tokens_per_record = len(self.record_slots)
+        self.stage_bytes = max((s.bytes for s in self.state), default=1)
+        self.tokens: list[Token] = []
+        self._ids: dict[str, int] = {}
+        self._build()
+        self.pad_id, self.unk_id, self.bos_id, self.trace_id, self.eos_id = (
+            self._ids[text] for text in CONTROL_TOKENS)
+
+    @classmethod
+    def from_design(cls, design: Design) -> "TraceProtocol":
+        fields = [FieldSpec(f.name, f.width) for f in design.record]
+        state = [StateSpec(m.name, "memory", tuple(m.shape), m.width)
+                 for m in design.memories.values()]
+        state += [StateSpec(r.name, "register", (), r.width) for r in design.registers.values()]
+        return cls(design.name, fields, state)
+
+    # ---- the vocabulary ---------------------------------------------------------------------
+
+    def _add(self, kind: str, name: str, text: str, **meaning) -> None:
+        if text in self._ids:
+            raise ProtocolError(f"two tokens of {self.design_name} are both written {text!r}")
+        token = Token(len(self.tokens), kind, name, text, **meaning)
+        self._ids[text] = token.id
+        self.tokens.append(token)
+
+    def _build(self) -> None:
+        for text in CONTROL_TOKENS:
+            self._add("control", text, text)
+        last_slot = self.tokens_per_record - 1
+        for slot, (name, byte) in enumerate(self.record_slots):
+            for value in range(self.field_by_name[name].byte_values(byte)):
+                self._add("field", name, f"{name}.b{byte}={_hex(value)}", byte=byte,
+                          value=value, slot=slot, closes_record=slot == last_slot)
+        self._field_base = {slot: self._ids[f"{name}.b{byte}=00"]
+                            for slot, (name, byte) in enumerate(self.record_slots)}
+        for slot, (name, byte) in enumerate(self.record_slots):
+            self._add("init", name, f"init:{name}.b{byte}", byte=byte, slot=slot)
+        for byte in range(self.stage_bytes):
+            for value in range(256):
+                self._add("stage", "", f"set.b{byte}={_hex(value)}", byte=byte, value=value)
+        for element in self.state:
+            for index in element.indices():
+                self._add("commit", element.name, commit_text(element.name, index),
+                          index=index)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def texts(self) -> list[str]:
+        return [token.text for token in self.tokens]
+
+    def describe(self, token_id: int) -> Token:
+        if not 0 <= token_id < len(self.tokens):
+            raise ProtocolError(f"token id {token_id} is outside the vocabulary "
+                                f"(0 .. {len(self.tokens) - 1})")
+        return self.tokens[token_id]
+
+    def token_id(self, text: str) -> int:
+        try:
+            return self._ids[text]
+        except KeyError:
+            raise ProtocolError(f"{text!r} is not a token of {self.design_name}") from None
+
+    def field_token(self, name: str, byte: int, value: int) -> int:
+        field = self.field_by_name.get(name)
+        if field is None or not (0 <= byte < field.bytes and 0 <= value < field.byte_values(byte)):
+            raise ProtocolError(f"field {name} has no byte {byte} with value {value}")
+        return self._field_base[self._slot_index[name, byte]] + value
+
+    def init_token(self, name: str, byte: int) -> int:
+        return self.token_id(f"init:{name}.b{byte}")
+
+    def stage_token(self, byte: int, value: int) -> int:
+        return self.token_id(f"set.b{byte}={_hex(value)}")
+
+    def commit_token(self, name: str, index: Sequence[int] = ()) -> int:
+        return self.token_id(commit_text(name, tuple(index)))
+
+    # ---- records as tokens -------------------------------------------------------------------
+
+    def encode_record(self, record: dict[str, int]) -> list[int]:
+        """The `tokens_per_record` ids of one record (every field of the design, by name)."""
+        ids = []
+        for field in self.fields:
+            value = record[field.name]
+            if not 0 <= value < (1 << field.width):
+                raise ProtocolError(f"record field {field.name} = {value} does not fit "
+                                    f"{field.width} bits")
+            for byte in range(field.bytes):
+                ids.append(self.field_token(field.name, byte, value >> (8 * byte) & 0xFF))
+        return ids
+
+    def encode_records(self, records: Iterable[dict[str, int]], eos: bool = True) -> list[int]:
+        """A whole trace (what the model generates after `<trace>`), eos-terminated."""
+        ids = [token for record in records for token in self.encode_record(record)]
+        return ids + [self.eos_id] if eos else ids
+
+    def slot_of(self, token_id: int) -> int | None:
+        """The record slot a field token fills, or None for any other token."""
+        token = self.describe(token_id)
+        return token.slot if token.kind == "field" else None
+
+    # ---- files ---------------------------------------------------------------------------------
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "version": VERSION, "design": self.design_name,
+                "vocab_size": self.vocab_size, "tokens_per_record": self.tokens_per_record,
+                "stage_bytes": self.stage_bytes,
+                "control": {text: self._ids[text] for text in CONTROL_TOKENS},
+                "fields": [[f.name, f.width] for f in self.fields],
+                "state": [{"name": s.name, "kind": s.kind, "shape": list(s.shape),
+                           "width": s.width} for s in self.state]}
+
+    @classmethod
+    def from_json(cls, data: dict, where: str = "protocol") -> "TraceProtocol":
+        try:
+            if data.get("format") != FORMAT or data.get("version") != VERSION:
+                raise ProtocolError(f"{where}: not a {FORMAT} version {VERSION} file")
+            protocol = cls(data["design"],
+                           [FieldSpec(str(name), int(width)) for name, width in data["fields"]],
+                           [StateSpec(s["name"], s["kind"], tuple(s["shape"]), s["width"])
+                            for s in data["state"]])
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ProtocolError(f"{where}: malformed protocol ({error!r})") from None
+        if protocol.vocab_size != data.get("vocab_size"):
+            raise ProtocolError(f"{where}: says vocab_size {data.get('vocab_size')}, its "
+                                f"fields and state give {protocol.vocab_size}")
+        return protocol
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TraceProtocol) and self.to_json() == other.to_json()
+
+    def build_tokenizer(self):
+        """A `tokenizers.Tokenizer`: WordLevel over the token texts, split on whitespace."""
+        from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+
+        vocab = {token.text: token.id for token in self.tokens}
+        tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+        tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        tokenizer.add_special_tokens([AddedToken(text, special=True, normalized=False)
+                                      for text in CONTROL_TOKENS])
+        return tokenizer
+
+    def save(self, directory: str | Path) -> None:
+        """protocol.json, tokenizer.json, tokenizer_config.json, special_tokens_map.json."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / PROTOCOL_FILE).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        self.build_tokenizer().save(str(directory / "tokenizer.json"))
+        special = {"bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>",
+                   "unk_token": "<unk>"}
+        config = {"tokenizer_class": "PreTrainedTokenizerFast", **special,
+                  "model_max_length": 1 << 30, "clean_up_tokenization_spaces": False}
+        (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=1) + "\n")
+        (directory / "special_tokens_map.json").write_text(json.dumps(special, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "TraceProtocol":
+        path = Path(directory) / PROTOCOL_FILE
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ProtocolError(f"{path} not found: {directory} is not a compiled QwenGPU "
+                                "checkpoint (hdlc compile writes it)") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ProtocolError(f"cannot read {path}: {error}") from None
+        if not isinstance(data, dict):
+            raise ProtocolError(f"{path}: not a {FORMAT} file")
+        return cls.from_json(data, str(path))
+
+    def __repr__(self) -> str:
+        return (f"TraceProtocol({self.design_name}: {self.vocab_size} tokens, "
+                f"{self.tokens_per_record} per record)")

@@ -1,0 +1,64 @@
+"""`hdlc launch LAUNCH.json`: write the launch prompt (token ids) for any Qwen3.5 engine.
+
+    hdlc launch examples/vector_add/launch.json --model build/qwengpu -o prompt.json
+    hdlc launch launch.json --text                   # the prompt as token texts, readably
+
+The prompt is `{"input_ids": [...]}` (docs/trace.md): generate greedily from it with any
+engine until `eos_token_id`, then `hdlc decode` reads the generated ids.  The vocabulary is the
+checkpoint's (`--model DIR`, its protocol.json) or, without `--model`, the one of
+specs/qwengpu.hdl, which is what `hdlc compile` of that spec writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.errors import UserError
+from qwengpu.runtime.launch import load_launch
+from qwengpu.runtime.machine_state import load_machine
+from qwengpu.runtime.prompt import build_prompt, prompt_text
+
+NAME = "launch"
+HELP = "write the prompt (token ids) of a kernel launch for a compiled model"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("launch", help="launch file (JSON: source, kernel, grid, block, "
+                                       "buffers, args)")
+    parser.add_argument("--model", metavar="DIR",
+                        help="compiled checkpoint whose vocabulary to use (default: the "
+                             "vocabulary of specs/qwengpu.hdl)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help='write {"input_ids": [...]} to FILE (default: stdout)')
+    parser.add_argument("--text", action="store_true",
+                        help="print the prompt as token texts, one state write per line")
+
+
+def protocol_for(model_dir: str | None) -> TraceProtocol:
+    """The checkpoint's protocol, or the default spec's when there is no checkpoint."""
+    if model_dir:
+        return TraceProtocol.load(model_dir)
+    return TraceProtocol.from_design(load_machine().design)
+
+
+def run(args: argparse.Namespace) -> int:
+    launch = load_launch(args.launch)
+    protocol = protocol_for(args.model)
+    ids = build_prompt(launch, protocol)
+    if args.text:
+        text = prompt_text(ids, protocol) + "\n"
+    else:
+        text = json.dumps({"input_ids": ids}) + "\n"
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as error:
+            raise UserError(f"cannot write {args.output}: {error.strerror}") from None
+        print(f"{args.output}: {len(ids)} prompt tokens", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

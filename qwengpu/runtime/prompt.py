@@ -1,0 +1,95 @@
+"""The launch prompt: the machine's initial state as tokens of the trace protocol.
+
+A prompt carries inputs only — the state the launch loader puts into the machine before the
+first step (docs/isa.md, "State"), never anything the kernel computes:
+
+    <bos>
+    init:warp.b0 init:pc.b0 ... init:trap_lane.b0        record scratch, every slot once
+    set.b0=00 ... set.b7=00                               staging scratch, every slot once
+    set.b0=.. ... prog[0]  set.b0=.. prog[1] ...          every state element, in design
+                                                          order, row-major, then registers
+    <trace>                                               the model answers with record 0
+
+A state write stages the value's bytes (`set.bK=VV`), restaging only the bytes that differ
+from what the staging scratch holds, then commits it with the token that names the element
+and index (qwengpu/backend_torch/protocol.py states the guarantees the emitter may rely on).
+Every element is written, also those that start at 0: an unwritten DeltaNet slot reads as
+the zero vector, not as the encoding of 0.  The initial state is taken from the reference
+interpreter's launch filling (`qwengpu.runtime.machine_state.new_simulator`), so the prompt
+and the interpreter start from the same state by construction.
+"""
+
+from __future__ import annotations
+
+from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
+from qwengpu.dsl.netlist import Design
+from qwengpu.runtime.launch import Launch
+from qwengpu.runtime.machine_state import Machine, load_machine, new_simulator
+
+
+def as_machine(machine: Machine | Design | str | None) -> Machine:
+    """A `Machine` from a machine, an elaborated design, a spec path, or None (the default)."""
+    if isinstance(machine, Machine):
+        return machine
+    if isinstance(machine, Design):
+        return Machine(machine)
+    return load_machine(machine)
+
+
+def check_protocol(protocol: TraceProtocol, machine: Machine) -> None:
+    """The protocol must be the one of the machine the launch was laid out for."""
+    expected = TraceProtocol.from_design(machine.design)
+    if protocol != expected:
+        raise ProtocolError(
+            f"the checkpoint's trace protocol ({protocol!r}) is not the one of the spec "
+            f"{machine.design.file} ({expected!r}): it was compiled from a different spec; "
+            "recompile it (hdlc compile) or use the spec it was compiled from")
+
+
+def initial_state(launch: Launch, machine: Machine | Design | str | None = None
+                  ) -> dict[str, list[int]]:
+    """Every state element's value before the first step, flat and row-major (a register is a
+    list of one value), as the reference interpreter's launch filling sets it."""
+    simulator = new_simulator(as_machine(machine), launch.instructions, launch.memory,
+                              launch.params, launch.grid, launch.block)
+    state = {name: list(values) for name, values in simulator.memories.items()}
+    state.update({name: [value] for name, value in simulator.registers.items()})
+    return state
+
+
+def build_prompt(launch: Launch, protocol: TraceProtocol,
+                 machine: Machine | Design | str | None = None) -> list[int]:
+    """The prompt's token ids (see the module docstring); `machine` defaults to the spec
+    the launch was loaded against (specs/qwengpu.hdl)."""
+    machine = as_machine(machine)
+    check_protocol(protocol, machine)
+    state = initial_state(launch, machine)
+    ids = [protocol.bos_id]
+    ids += [protocol.init_token(name, byte) for name, byte in protocol.record_slots]
+    staged = [0] * protocol.stage_bytes
+    ids += [protocol.stage_token(byte, 0) for byte in range(protocol.stage_bytes)]
+    for element in protocol.state:
+        for index, value in zip(element.indices(), state[element.name]):
+            for byte in range(element.bytes):
+                wanted = value >> (8 * byte) & 0xFF
+                if staged[byte] != wanted:
+                    ids.append(protocol.stage_token(byte, wanted))
+                    staged[byte] = wanted
+            ids.append(protocol.commit_token(element.name, index))
+    ids.append(protocol.trace_id)
+    return ids
+
+
+def prompt_text(ids: list[int], protocol: TraceProtocol) -> str:
+    """The prompt as token texts, one state write per line (for reading, not for running)."""
+    lines, line = [], []
+    for token_id in ids:
+        token = protocol.describe(token_id)
+        line.append(token.text)
+        last_init = token.kind == "init" and token.slot == protocol.tokens_per_record - 1
+        if token.kind in ("commit", "control") or last_init:
+            lines.append(" ".join(line))
+            line = []
+    if line:
+        lines.append(" ".join(line))
+    return "\n".join(lines)
