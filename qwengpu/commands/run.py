@@ -5,8 +5,9 @@
     hdlc run launch.json --trace                          # every record, readably
     hdlc run launch.json --listing                        # the machine code, with PTX lines
 
-The backend is a choice: `sim` (the reference interpreter of specs/qwengpu.hdl) runs now;
-`model` (the compiled Qwen3.5 model) slots into `BACKENDS` when it exists.  A trap prints a
+The backend is a choice: `sim` (the reference interpreter of specs/qwengpu.hdl) or `model`
+(a compiled Qwen3.5 checkpoint, `--model DIR`, run by `qwengpu.runtime.model_backend`;
+`--check` compares it with the interpreter record by record).  A trap prints a
 located message (the PTX line) on stderr and exits 1; so does every mistake in the launch.
 """
 
@@ -35,8 +36,12 @@ def _run_sim(launch: Launch, args: argparse.Namespace) -> LaunchResult:
 
 
 def _run_model(launch: Launch, args: argparse.Namespace) -> LaunchResult:
-    raise BackendUnavailable("the model backend is not available yet; use --backend sim "
-                             "(the reference interpreter)")
+    if not args.model:
+        raise UserError("--backend model needs --model DIR (a checkpoint hdlc compile wrote)")
+    from qwengpu.runtime.model_backend import run_launch_model
+
+    return run_launch_model(launch, args.model, max_records=args.max_records,
+                            check=args.check)
 
 
 # name -> function(launch, args) -> LaunchResult
@@ -53,8 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where the launch runs: sim = reference interpreter (default), "
                              "model = the compiled Qwen3.5 model")
     parser.add_argument("--model", metavar="DIR", help="checkpoint directory (--backend model)")
+    parser.add_argument("--check", action="store_true",
+                        help="--backend model: step the interpreter in lockstep and stop at "
+                             "the first record that differs (record, field, expected, got)")
     parser.add_argument("--json", action="store_true",
-                        help='print one JSON object {"buffers", "records", "trap"} on stdout')
+                        help='print one JSON object {"buffers", "records", "trap"} on stdout '
+                             '(--backend model adds "tokens" and "seconds")')
     parser.add_argument("--trace", action="store_true",
                         help="print every record readably (on stderr with --json)")
     parser.add_argument("--listing", action="store_true",
@@ -67,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.max_records < 1:
         raise UserError("--max-records must be at least 1")
+    if args.check and args.backend != "model":
+        raise UserError("--check compares the model with the interpreter: it needs "
+                        "--backend model")
     launch = load_launch(args.launch)
     stream = sys.stderr if args.json else sys.stdout
     if args.listing:

@@ -50,6 +50,7 @@ class BenchRun:
     residuals: dict[str, torch.Tensor]
     layout: ResidualLayout
     units: list[int] = field(default_factory=list)
+    after_layer: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
 
     def read(self, target: Live, path: str) -> tuple[torch.Tensor, torch.Tensor]:
         """Decoded values and margins of a group or word, per case."""
@@ -60,13 +61,16 @@ class BenchRun:
 
 
 def run_gadget(gadget: Gadget, layout: ResidualLayout, cases: list[dict], dtype: torch.dtype,
-               *, live=None, paths=PATHS, seq_len: int = 16, max_vocab: int = 4096) -> BenchRun:
+               *, live=None, paths=PATHS, seq_len: int = 16, max_vocab: int = 4096,
+               keep_layers: tuple[int, ...] = ()) -> BenchRun:
     """Run `gadget` on `cases` (dicts group/word -> value) in every path; see module doc.
 
     Cases are cut into chunks of at most `max_vocab`; each chunk gets its own model whose
-    token `t` embeds case `t`, fed as a `[batch, seq_len]` block of token ids."""
+    token `t` embeds case `t`, fed as a `[batch, seq_len]` block of token ids.  The residual
+    after each gadget layer in `keep_layers` (0-based) is kept too."""
     live = list(live if live is not None else {k for case in cases[:1] for k in case})
     residuals: dict[str, list[torch.Tensor]] = {path: [] for path in paths}
+    kept = {layer: {path: [] for path in paths} for layer in keep_layers}
     units: list[int] = []
     for first in range(0, len(cases), max_vocab):
         chunk = cases[first:first + max_vocab]
@@ -80,8 +84,12 @@ def run_gadget(gadget: Gadget, layout: ResidualLayout, cases: list[dict], dtype:
             run = forward(model, ids, hidden_states=True, last_logits_only=True)
             final = run.hidden_states[gadget.layers].reshape(-1, layout.hidden_size)[:count]
             residuals[path].append(final.float())
+            for layer in keep_layers:
+                state = run.hidden_states[layer + 1].reshape(-1, layout.hidden_size)[:count]
+                kept[layer][path].append(state.float())
     return BenchRun({path: torch.cat(parts) for path, parts in residuals.items()}, layout,
-                    units)
+                    units, {layer: {path: torch.cat(parts) for path, parts in per.items()}
+                            for layer, per in kept.items()})
 
 
 def _bench_model(gadget: Gadget, layout: ResidualLayout, cases: list[dict],
@@ -125,6 +133,11 @@ def check_outputs(run: BenchRun, name: str, dtype_name: str, outputs: dict[Live,
     return figures
 
 
+def record(name: str, dtype_name: str, figures: dict) -> None:
+    """Keep measured figures for the report (see module doc)."""
+    REPORT.setdefault(name, {})[dtype_name] = figures
+
+
 def _as_int64(value: int) -> int:
     """A word of up to 64 bits as the int64 with the same bits (decode wraps the same way)."""
     return value - (1 << 64) if value >= 1 << 63 else value
@@ -152,4 +165,4 @@ def dtype_name(request) -> str:
 def bench():
     """The bench helpers (`run`, `check`, `DTYPES`) for gadget tests."""
     from types import SimpleNamespace
-    return SimpleNamespace(run=run_gadget, check=check_outputs, DTYPES=DTYPES)
+    return SimpleNamespace(run=run_gadget, check=check_outputs, DTYPES=DTYPES, record=record)

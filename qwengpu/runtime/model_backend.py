@@ -1,0 +1,221 @@
+"""Running a launch on a compiled checkpoint with stock transformers (`--backend model`).
+
+    result = run_launch_model(launch, "build/qwengpu", check=True)
+    result.buffers, result.records, result.tokens, result.seconds
+
+The checkpoint is loaded with `AutoModelForCausalLM.from_pretrained(DIR)` (no
+`trust_remote_code`), the prompt is built by `qwengpu.runtime.prompt`, and the model runs
+`generate(do_sample=False)` with its cache, token by token, until the checkpoint's
+`eos_token_id`.  The only host code in the loop is a streamer that watches the ids the model
+chose (its own argmax): it decodes them into records as they come (a malformed stream stops
+generation at once with a `DecodeError`), shows progress on a terminal, and with `check`
+steps the reference interpreter in lockstep and stops at the first token that differs from
+the interpreter's record (`CheckMismatch`: record, field, expected, got).  Nothing the model
+generates is ever replaced or corrected.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
+from qwengpu.errors import LaunchError, UserError
+from qwengpu.runtime.decode import DecodedLaunch, TraceDecoder, launch_outcome
+from qwengpu.runtime.launch import Launch
+from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, new_simulator
+from qwengpu.runtime.prompt import as_machine, build_prompt
+
+
+class CheckMismatch(UserError):
+    """`--check`: the model's trace left the interpreter's at `record`, `field`."""
+
+    def __init__(self, message: str, record: int, field: str | None, expected, got):
+        super().__init__(message)
+        self.record, self.field, self.expected, self.got = record, field, expected, got
+
+
+def load_checkpoint(directory: str | Path, device: str | None = None):
+    """(model, protocol) of a compiled checkpoint directory; clear errors for what is amiss."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise UserError(f"{directory}: no such checkpoint directory")
+    if not (path / "config.json").is_file():
+        raise UserError(f"{directory}: no config.json, not a checkpoint (hdlc compile writes "
+                        "one)")
+    protocol = TraceProtocol.load(path)
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto")
+    except (OSError, ValueError) as error:
+        raise UserError(f"{directory}: transformers cannot load the checkpoint: {error}") \
+            from None
+    model.to(device).eval()
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = model.config.eos_token_id
+    if eos != protocol.eos_id and not (isinstance(eos, list) and protocol.eos_id in eos):
+        raise ProtocolError(f"{directory}: the checkpoint's eos_token_id is {eos}, its "
+                            f"protocol.json says <eos> is {protocol.eos_id}")
+    vocab = model.get_output_embeddings().weight.shape[0]
+    if vocab < protocol.vocab_size:
+        raise ProtocolError(f"{directory}: the model has {vocab} output tokens, its protocol "
+                            f"needs {protocol.vocab_size}")
+    return model, protocol
+
+
+class LockstepChecker:
+    """Compares the model's ids with the interpreter's records, one token at a time."""
+
+    def __init__(self, launch: Launch, protocol: TraceProtocol, machine=None):
+        self.protocol = protocol
+        self.simulator = new_simulator(as_machine(machine), launch.instructions,
+                                       launch.memory, launch.params, launch.grid, launch.block)
+        self.record_index = 0
+        self.ended = False
+        self._slot = 0
+        self._record: dict[str, int] | None = None
+        self._expected: list[int] = []
+        self._differing: tuple[str, int, int] | None = None   # field, first byte, value so far
+
+    def feed(self, token_id: int) -> None:
+        protocol = self.protocol
+        if self.ended:
+            raise CheckMismatch(f"--check: a token after <eos>: {token_id}",
+                                self.record_index, None, "nothing", token_id)
+        if self._differing is not None:
+            self._continue_difference(token_id)
+            return
+        if self._slot == 0:
+            self._record = self.simulator.step()
+            self._expected = protocol.encode_record(self._record) if self._record else \
+                [protocol.eos_id]
+        if token_id == self._expected[self._slot]:
+            if self._record is None:
+                self.ended = True
+                return
+            self._slot = (self._slot + 1) % protocol.tokens_per_record
+            self.record_index += self._slot == 0
+            return
+        got = protocol.describe(token_id) if 0 <= token_id < protocol.vocab_size else None
+        if self._record is None:
+            self._fail(None, "<eos> (the interpreter stops here)", got.text if got else token_id)
+        name, byte = protocol.record_slots[self._slot]
+        if got is None or got.kind != "field" or got.slot != self._slot:
+            self._fail(name, self._record[name], got.text if got else f"token id {token_id}")
+        value = (self._record[name] & ((1 << 8 * byte) - 1)) | got.value << (8 * byte)
+        self._differing = (name, byte, value)
+        self._continue_difference(None)
+
+    def _continue_difference(self, token_id: int | None) -> None:
+        """Collect the rest of a differing field's bytes to report its whole value."""
+        name, byte, value = self._differing
+        if token_id is not None:
+            token = self.protocol.describe(token_id) \
+                if 0 <= token_id < self.protocol.vocab_size else None
+            if token is None or token.kind != "field" or (token.name, token.byte) != (name, byte):
+                self._fail(name, self._record[name], f"{value:#x} in its first {byte} bytes, "
+                           f"then {token.text if token else f'token id {token_id}'}")
+            value |= token.value << (8 * byte)
+        byte += 1
+        if byte == self.protocol.field_by_name[name].bytes:
+            self._fail(name, self._record[name], value)
+        self._differing = (name, byte, value)
+
+    def _fail(self, name: str | None, expected, got) -> None:
+        record = self._record
+        where = f"record {self.record_index}"
+        if record is not None and "warp" in record and "pc" in record:
+            where += f" (warp {record['warp']}, pc {record['pc']})"
+        what = f"field {name}" if name else "the end of the launch"
+        raise CheckMismatch(f"--check: {where} differs from the interpreter's at {what}: "
+                            f"expected {expected}, got {got}", self.record_index, name,
+                            expected, got)
+
+
+class _Progress:
+    """Records and tokens/s on a terminal (rich); silent when stderr is not a tty."""
+
+    def __init__(self, enabled: bool):
+        self.bar = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                TimeElapsedColumn(), console=Console(stderr=True),
+                                transient=True)
+            self.task = self.bar.add_task("prefill")
+            self.bar.start()
+        self.start = time.perf_counter()
+
+    def update(self, records: int, tokens: int) -> None:
+        if self.bar is not None:
+            rate = tokens / max(time.perf_counter() - self.start, 1e-9)
+            self.bar.update(self.task, description=f"{records} records, {tokens} tokens, "
+                                                   f"{rate:.1f} tokens/s")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _streamer(decoder: TraceDecoder, checker: LockstepChecker | None, progress: _Progress):
+    from transformers.generation.streamers import BaseStreamer
+
+    class TraceStreamer(BaseStreamer):
+        """Sees every id generate() picks; the first call carries the prompt."""
+
+        prompt_seen = False
+
+        def put(self, value) -> None:
+            if not self.prompt_seen:
+                self.prompt_seen = True
+                progress.start = time.perf_counter()
+                return
+            for token_id in value.reshape(-1).tolist():
+                if checker is not None:
+                    checker.feed(token_id)
+                if decoder.feed(token_id) is not None or decoder.ended:
+                    progress.update(len(decoder.records), decoder.tokens)
+
+        def end(self) -> None:
+            pass
+
+    return TraceStreamer()
+
+
+def run_launch_model(launch: Launch, model_dir: str | Path, max_records: int =
+                     DEFAULT_MAX_RECORDS, check: bool = False, progress: bool | None = None,
+                     device: str | None = None, machine=None) -> DecodedLaunch:
+    """Run a launch on a compiled checkpoint (see the module docstring)."""
+    import torch
+
+    model, protocol = load_checkpoint(model_dir, device)
+    prompt = build_prompt(launch, protocol, machine)
+    decoder = TraceDecoder(protocol, offset=len(prompt))
+    checker = LockstepChecker(launch, protocol, machine) if check else None
+    display = _Progress(sys.stderr.isatty() if progress is None else progress)
+    input_ids = torch.tensor([prompt], dtype=torch.long, device=model.device)
+    started = time.perf_counter()
+    try:
+        with torch.inference_mode():
+            model.generate(input_ids, attention_mask=torch.ones_like(input_ids),
+                           do_sample=False, num_beams=1, use_cache=True,
+                           max_new_tokens=max_records * protocol.tokens_per_record + 1,
+                           eos_token_id=protocol.eos_id, pad_token_id=protocol.pad_id,
+                           streamer=_streamer(decoder, checker, display))
+    finally:
+        display.close()
+    seconds = time.perf_counter() - started
+    if not decoder.ended and len(decoder.records) >= max_records:
+        raise LaunchError(f"the launch did not finish within {max_records} records "
+                          "(an endless loop?)")
+    records = decoder.finish()
+    result = launch_outcome(launch, records, tokens=decoder.tokens)
+    result.prompt_tokens, result.seconds = len(prompt), seconds
+    return result
