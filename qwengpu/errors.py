@@ -52,7 +52,9 @@ class UserError(Exception):
         if not 0 < self.loc.line <= len(lines):
             return head
         line = lines[self.loc.line - 1]
-        caret = " " * max(self.loc.column - 1, 0) + "^"
+        # Keep the line's tabs in the caret line so the caret lines up in any terminal.
+        prefix = line[: max(self.loc.column - 1, 0)]
+        caret = "".join("\t" if char == "\t" else " " for char in prefix) + "^"
         return f"{head}\n{line}\n{caret}"
 
 

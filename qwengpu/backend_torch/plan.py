@@ -1,0 +1,406 @@
+"""The layer-level plan of a machine: residual values and the operations that compute them.
+
+`build_plan(graph, protocol)` turns a digit-level graph (after `DEFAULT_PIPELINE`) into the
+operations of one pass of the compiled model, following the execution model of
+docs/compiler.md (bottom to top):
+
+1. **Embedding** values, set by every token (`tok.*`, see `EMBEDDING`): the record-scratch
+   slot of a field/init token, the staging slot of a stage token, the token's byte as two hex
+   digits, the token's *mode* (other / closes a record / `<bos>` / commit of element `e`), the
+   flat index a commit token names, and the record slot of the next token to emit.
+2. **Scratch** (mixer of layer 0): the record scratch and the staging scratch, DeltaNet heads
+   keyed by slot whose read-out is every slot at once (`scratch` ops).
+3. **Commit**: the write cones of the graph, recomputed from the record fields read back from
+   the scratch (`c%N` values), reads of static state, then per written state element the
+   merge with the prompt's commit tokens (`wr.E.idx`, `wr.E.data.i`, `wr.E.en`).
+4. **State**: one `memory` op per read port (a replica: every replica is written with the
+   same key, value and enable); static state is written by commit tokens only.
+5. **Step logic** (`s%N` values): the cones of the record fields and of `stop`.
+6. **Emission**: `next.kind` (the next record slot, or end of launch), `next.lo`, `next.hi`.
+
+Values are one-hot groups indexed by the raw value (a `u3` digit has 8 dims, a bit 2).
+Every op is given its inputs as *operands*: `("v", name)` for a value, `("c", k)` for a
+constant.  `schedule.py` places the ops into layers; `emit.py` writes their weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.errors import CapacityError, HdlError, Location
+from qwengpu.passes.check_trace_carried import check_trace_carried, field_values
+from qwengpu.passes.digits import DIGIT_OPS
+from qwengpu.passes.ir import Graph
+
+HEAD_DIM = 128
+MODE_OTHER, MODE_CLOSE, MODE_BOS, MODE_COMMIT = 0, 1, 2, 3
+
+
+@dataclass
+class Value:
+    name: str
+    size: int
+    domain: tuple[int, ...]
+    loc: Location | None = None
+
+
+@dataclass
+class Op:
+    name: str
+    kind: str                          # mlp | scratch | memory
+    spec: dict
+    inputs: list[str]
+    outputs: list[str]
+    region: str                        # scratch | commit | state | step | emit
+    loc: Location | None = None
+    units: int = 0                     # MLP units (mlp ops)
+    heads: int = 0                     # DeltaNet value heads (mixer ops)
+    sublayer: int = -1                 # set by the scheduler: 2*layer (+1 for the MLP)
+
+    @property
+    def layer(self) -> int:
+        return self.sublayer // 2
+
+
+@dataclass
+class Plan:
+    protocol: TraceProtocol
+    graph: Graph
+    values: dict[str, Value] = field(default_factory=dict)
+    ops: list[Op] = field(default_factory=list)
+    embedding: list[str] = field(default_factory=list)
+    emission: dict[str, str] = field(default_factory=dict)   # kind/lo/hi -> value
+    slot_digits: list[list[tuple[str, int]]] = field(default_factory=list)
+
+    def value(self, name: str, size: int, domain=None, loc=None) -> str:
+        if name not in self.values:
+            self.values[name] = Value(name, size, tuple(domain if domain is not None
+                                                         else range(size)), loc)
+        return name
+
+    def add(self, op: Op) -> Op:
+        for name in op.inputs:
+            if name not in self.values:
+                raise KeyError(f"{op.name}: unknown input {name}")
+        self.ops.append(op)
+        return op
+
+
+def operand_values(operands) -> list[str]:
+    return [o[1] for o in operands if o[0] == "v"]
+
+
+def _digit_bits(width: int, digit: int) -> int:
+    return max(0, min(4, width - 4 * digit))
+
+
+def build_plan(graph: Graph, protocol: TraceProtocol) -> Plan:
+    """The plan of one pass (see the module doc); `HdlError` for writes not carried."""
+    check_trace_carried(graph)
+    plan = Plan(protocol, graph)
+    _embedding(plan)
+    builder = _Builder(plan)
+    builder.scratch()
+    builder.commit()
+    builder.step()
+    builder.emission()
+    return plan
+
+
+def _embedding(plan: Plan) -> None:
+    p = plan.protocol
+    sizes = {"tok.rslot": p.tokens_per_record + 1, "tok.sslot": p.stage_bytes + 1,
+             "tok.lo": 16, "tok.hi": 16, "tok.bos": 2,
+             "tok.mode": MODE_COMMIT + len(p.state),
+             "tok.cidx": max([s.size for s in p.state] + [1]),
+             "tok.next": p.tokens_per_record}
+    for name, size in sizes.items():
+        plan.embedding.append(plan.value(name, size))
+
+
+def embedding_values(protocol: TraceProtocol, token_id: int) -> dict[str, int]:
+    """What each embedding value holds on token `token_id` (see `_embedding`)."""
+    token = protocol.describe(token_id)
+    slots = protocol.tokens_per_record
+    held = {"tok.rslot": slots, "tok.sslot": protocol.stage_bytes, "tok.lo": 0, "tok.hi": 0,
+            "tok.bos": 0, "tok.mode": MODE_OTHER, "tok.cidx": 0, "tok.next": 0}
+    if token.kind in ("field", "init"):
+        held["tok.rslot"] = token.slot
+    if token.kind == "field":
+        held["tok.next"] = (token.slot + 1) % slots
+        if token.closes_record:
+            held["tok.mode"] = MODE_CLOSE
+    if token.kind == "stage":
+        held["tok.sslot"] = token.byte
+    if token.kind in ("field", "stage"):
+        held["tok.lo"], held["tok.hi"] = token.value & 15, token.value >> 4
+    if token.id == protocol.bos_id:
+        held["tok.bos"], held["tok.mode"] = 1, MODE_BOS
+    if token.kind == "commit":
+        element = protocol.state_by_name[token.name]
+        held["tok.mode"] = MODE_COMMIT + protocol.state.index(element)
+        flat = 0
+        for size, position in zip(element.shape, token.index):
+            flat = flat * size + position
+        held["tok.cidx"] = flat
+    return held
+
+
+class _Builder:
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.graph = plan.graph
+        self.protocol = plan.protocol
+        self.carried = field_values(self.graph)
+        self.written = {n.state for _, n in self.graph.items() if n.op == "write"}
+        self.field_digit: dict[int, str] = {}          # field-digit node -> scratch value
+        self.stage_digit: dict[tuple[int, int], str] = {}
+        self.ports: dict[tuple, list[str]] = {}        # (region, state, index) -> outputs
+        self.memo: dict[tuple[str, int], tuple] = {}
+        self.writes_of: dict[str, int] = {}
+
+    # -- the scratch (layer 0) ------------------------------------------------------------
+    def scratch(self) -> None:
+        plan, p = self.plan, self.protocol
+        fields = {n.state: n for _, n in self.graph.items() if n.op == "field"}
+        record_slots = []
+        for slot, (name, byte) in enumerate(p.record_slots):
+            spec = p.field_by_name[name]
+            regions, digits = [], []
+            for half, source in ((0, "tok.lo"), (1, "tok.hi")):
+                bits = _digit_bits(spec.width, 2 * byte + half)
+                if not bits:
+                    continue
+                value = plan.value(f"scr.{name}.b{byte}.{'lo' if half == 0 else 'hi'}",
+                                   1 << bits)
+                regions.append((source, 1 << bits, value))
+                digits.append((value, 2 * byte + half))
+            node = fields.get(name)
+            if node is not None:
+                for value, digit in digits:
+                    if digit < len(node.args):
+                        self.field_digit.setdefault(node.args[digit], value)
+            record_slots.append((slot, regions))
+            plan.slot_digits.append(digits)
+        self._scratch_op("record_scratch", "tok.rslot", record_slots)
+        stage_slots = []
+        for byte in range(p.stage_bytes):
+            regions = []
+            for half, source in ((0, "tok.lo"), (1, "tok.hi")):
+                value = plan.value(f"stage.b{byte}.{'lo' if half == 0 else 'hi'}", 16)
+                regions.append((source, 16, value))
+                self.stage_digit[(byte, half)] = value
+            stage_slots.append((byte, regions))
+        self._scratch_op("staging_scratch", "tok.sslot", stage_slots)
+
+    def _scratch_op(self, name: str, slot_value: str, slots) -> None:
+        heads, current, used = [], [], 0
+        for slot, regions in slots:
+            dims = sum(size for _, size, _ in regions)
+            if current and used + dims > HEAD_DIM:
+                heads.append(current)
+                current, used = [], 0
+            current.append((slot, regions))
+            used += dims
+        if current:
+            heads.append(current)
+        outputs = [value for _, regions in slots for _, _, value in regions]
+        self.plan.add(Op(name, "scratch", {"slot_value": slot_value, "heads": heads},
+                         [slot_value, "tok.lo", "tok.hi", "tok.bos"], outputs, "scratch",
+                         heads=len(heads)))
+
+    # -- values of graph nodes ----------------------------------------------------------------
+    def operand(self, region: str, node_id: int) -> tuple:
+        """The operand computing node `node_id` in `region` (commit: cut at field digits)."""
+        key = (region, node_id)
+        if key in self.memo:
+            return self.memo[key]
+        node = self.graph.node(node_id)
+        if node.op == "const":
+            result = ("c", node.value)
+        elif region == "commit" and node_id in self.field_digit:
+            result = ("v", self.field_digit[node_id])
+        elif region == "commit" and node_id in self.carried:
+            raise HdlError(f"record field digit %{node_id} has no scratch slot", node.loc)
+        elif node.op in ("register", "read"):
+            outputs = self.state_port(region, node)
+            result = ("v", outputs[node.low // 4])
+        elif node.op in DIGIT_OPS:
+            operands = [self.operand(region, a) for a in node.args]
+            name = f"{region[0]}%{node_id}"
+            size = 1 << node.width
+            self.plan.value(name, size, self.graph.domain(node_id), node.loc)
+            self.plan.add(Op(name, "mlp", {"op": node.op, "node": node, "operands": operands},
+                             operand_values(operands), [name], region, node.loc))
+            result = ("v", name)
+        else:
+            raise HdlError(f"{node.op} left in the digit-level graph (run the default "
+                           "passes first)", node.loc)
+        self.memo[key] = result
+        return result
+
+    def state_port(self, region: str, node) -> list[str]:
+        """A read port (one memory replica) of `node.state` at the node's index."""
+        name = node.state
+        element = self.protocol.state_by_name[name]
+        operands = tuple(self.operand(region, a) for a in node.args)
+        key = (region, name, operands)
+        if key in self.ports:
+            return self.ports[key]
+        query = ("fixed", 0)
+        if element.kind == "memory":
+            query = ("value", self.flat_index(region, name, node, operands))
+        width = element.width
+        tag = f"{region[0]}.{name}.r{len([k for k in self.ports if k[1] == name])}"
+        outputs = [self.plan.value(f"{tag}.d{d}", 1 << _digit_bits(width, d), loc=node.loc)
+                   for d in range(-(-width // 4))]
+        spec, inputs = self.memory_writes(name)
+        spec = dict(spec, query=query)
+        inputs = inputs + ([query[1]] if query[0] == "value" else [])
+        heads = -(-sum(self.plan.values[v].size for v in outputs) // HEAD_DIM)
+        self.plan.add(Op(tag, "memory", spec, inputs, outputs,
+                         "commit" if region == "commit" else "state", node.loc, heads=heads))
+        self.ports[key] = outputs
+        return outputs
+
+    def flat_index(self, region: str, name: str, node, operands) -> str:
+        """A value holding the flat element index (or `size` when out of range)."""
+        element = self.protocol.state_by_name[name]
+        if element.size >= HEAD_DIM:
+            raise CapacityError(f"memory {name} has {element.size} elements; a DeltaNet head "
+                                f"holds {HEAD_DIM - 1} and a spare slot", node.loc)
+        groups = node.groups or (1,) * len(node.args)
+        if len(operands) == 1 and operands[0][0] == "v" and \
+                max(self.plan.values[operands[0][1]].domain) < element.size:
+            return operands[0][1]
+        shape, domains = element.shape, []
+        for o in operands:
+            domains.append((o[1],) if o[0] == "c" else self.plan.values[o[1]].domain)
+
+        def flat(*digits):
+            position, flat_index, out = 0, 0, 0
+            for size, count in zip(shape, groups):
+                index = sum(d << (4 * k) for k, d in enumerate(digits[position:position + count]))
+                position += count
+                if index >= size:
+                    return element.size
+                flat_index = flat_index * size + index
+            return flat_index
+        out = f"{region[0]}.{name}.index{len(self.ports)}"
+        self.plan.value(out, element.size + 1, loc=node.loc)
+        self.plan.add(Op(out, "mlp", {"op": "fn", "operands": list(operands), "fn": flat},
+                         operand_values(operands), [out], region, node.loc))
+        return out
+
+    # -- the commit region ----------------------------------------------------------------------
+    def commit(self) -> None:
+        for write_id, write in self.graph.items():
+            if write.op != "write":
+                continue
+            if write.state in self.writes_of:
+                raise CapacityError(
+                    f"{write.state} is written by more than one write per step; the compiled "
+                    f"model commits one write per state element and record (first at "
+                    f"{self.graph.node(self.writes_of[write.state]).loc})", write.loc)
+            self.writes_of[write.state] = write_id
+        for element in self.protocol.state:
+            if element.name in self.writes_of:
+                self.write_port(element)
+
+    def write_port(self, element) -> None:
+        plan, name = self.plan, element.name
+        write = self.graph.node(self.writes_of[name])
+        groups = write.groups or (1,) * len(write.args)
+        operands = [self.operand("commit", a) for a in write.args]
+        enable = operands[0]
+        data = operands[len(operands) - groups[-1]:]
+        mode = MODE_COMMIT + self.protocol.state.index(element)
+        digits = -(-element.width // 4)
+        # data: staged bytes on its commit token, 0 on <bos>, the commit cone otherwise
+        for d in range(digits):
+            bits = _digit_bits(element.width, d)
+            out = plan.value(f"wr.{name}.d{d}", 1 << bits, loc=write.loc)
+            cone = data[d] if d < len(data) else ("c", 0)
+            staged = ("v", self.stage_digit[(d // 2, d % 2)])
+            self._choose(out, [((mode,), staged), ((MODE_BOS,), ("c", 0))], cone, write.loc)
+        index_operands = operands[1:len(operands) - groups[-1]]
+        index = None
+        if element.kind == "memory":
+            fake = type("N", (), {"groups": groups[1:-1], "args": write.args[1:-1],
+                                  "loc": write.loc})
+            index = self.flat_index("commit", name, fake, index_operands)
+            out = plan.value(f"wr.{name}.idx", element.size + 1, loc=write.loc)
+            self._choose(out, [((mode,), ("v", "tok.cidx"))], ("v", index), write.loc)
+        # enable: its commit token, or a record close whose write is enabled and in range
+        en_operands = [("v", "tok.mode"), enable] + ([("v", index)] if index else [])
+        size = element.size
+
+        def en(m, e, i=0):
+            return int(m == mode or (m == MODE_CLOSE and e == 1 and i < size))
+        out = plan.value(f"wr.{name}.en", 2, loc=write.loc)
+        plan.add(Op(out, "mlp", {"op": "fn", "operands": en_operands, "fn": en},
+                    operand_values(en_operands), [out], "commit", write.loc))
+
+    def _choose(self, out, arms, default, loc) -> None:
+        operands = [("v", "tok.mode")] + [a for _, a in arms] + [default]
+        self.plan.add(Op(out, "mlp", {"op": "choose", "selector": ("v", "tok.mode"),
+                                      "arms": arms, "default": default},
+                         operand_values(operands), [out], "commit", loc))
+
+    def memory_writes(self, name: str) -> tuple[dict, list[str]]:
+        """The write side every replica of `name` shares: key, value digits and enable."""
+        element = self.protocol.state_by_name[name]
+        digits = -(-element.width // 4)
+        mode = MODE_COMMIT + self.protocol.state.index(element)
+        if name in self.writes_of:
+            values = [f"wr.{name}.d{d}" for d in range(digits)]
+            address = ("value", f"wr.{name}.idx") if element.kind == "memory" else ("fixed", 0)
+            when = [(f"wr.{name}.en", (1,))]
+        else:
+            values = [self.stage_digit[(d // 2, d % 2)] for d in range(digits)]
+            address = ("value", "tok.cidx") if element.kind == "memory" else ("fixed", 0)
+            when = [("tok.mode", (mode,))]
+        inputs = values + [w for w, _ in when] + ["tok.bos"]
+        if address[0] == "value":
+            inputs.append(address[1])
+        return ({"element": name, "address": address, "values": values, "when": when,
+                 "init": "tok.bos"}, sorted(set(inputs)))
+
+    # -- the step logic and the emission ----------------------------------------------------------
+    def step(self) -> None:
+        self.fields = {}
+        for _, node in self.graph.items():
+            if node.op == "field":
+                self.fields[node.state] = [self.operand("step", a) for a in node.args]
+            elif node.op == "stop":
+                self.stop = self.operand("step", node.args[0])
+        if not hasattr(self, "stop"):
+            self.stop = ("c", 0)
+
+    def emission(self) -> None:
+        plan, p = self.plan, self.protocol
+        slots = p.tokens_per_record
+        kind = plan.value("next.kind", slots + 1)
+        stop = self.stop
+        operands = [("v", "tok.next"), stop]
+        plan.add(Op(kind, "mlp", {"op": "fn", "operands": operands,
+                                  "fn": lambda n, s=0: slots if (n == 0 and s) else n},
+                    operand_values(operands), [kind], "emit"))
+        for half, label in ((0, "lo"), (1, "hi")):
+            out = plan.value(f"next.{label}", 16)
+            arms = []
+            for slot, (name, byte) in enumerate(p.record_slots):
+                digits = self.fields.get(name, [])
+                digit = 2 * byte + half
+                arms.append(((slot,), digits[digit] if digit < len(digits) else ("c", 0)))
+            operands = [("v", "tok.next")] + [a for _, a in arms]
+            plan.add(Op(out, "mlp", {"op": "choose", "selector": ("v", "tok.next"),
+                                     "arms": arms, "default": ("c", 0)},
+                        operand_values(operands), [out], "emit"))
+            plan.emission[label] = out
+        plan.emission["kind"] = kind
+
+
+Callable  # re-exported for type hints of "fn" specs

@@ -1,0 +1,144 @@
+"""The trace vocabulary: its size from the record table, round trips, files, tokenizer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
+from qwengpu.dsl.elaborate import load_design
+from qwengpu.runtime.machine_state import DEFAULT_SPEC
+
+# docs/isa.md, "A record": field widths in emit order.
+RECORD_TABLE = [("warp", 3), ("pc", 7), ("active", 4), ("exec", 4), ("op", 6), ("rd", 4),
+                ("rwen", 4)] + [(f"rval{lane}", 32) for lane in range(4)] + \
+               [("pd", 3), ("pwen", 4), ("pval", 4), ("mwen", 4)] + \
+               [(f"maddr{lane}", 7) for lane in range(4)] + \
+               [(f"mval{lane}", 32) for lane in range(4)] + \
+               [("taken", 4), ("exited", 4), ("trap", 3), ("trap_lane", 2)]
+# docs/isa.md, "State": element counts (WARPS 8, LANES 4, REGS 15, PREDS 7) and widths.
+STATE_TABLE = {"prog": (128, 64), "mem": (126, 32), "params": (8, 32), "regs": (480, 32),
+               "preds": (224, 1), "pc": (32, 7), "live": (32, 1), "warp_ctaid": (8, 32),
+               "warp_tid0": (8, 32), "ntid": (1, 32), "nctaid": (1, 32), "last_warp": (1, 3),
+               "halted": (1, 1), "trap": (1, 3)}
+
+
+def test_vocabulary_size_follows_the_record_and_state_tables(protocol):
+    field_tokens = 0
+    slots = 0
+    for _, width in RECORD_TABLE:
+        for byte in range(-(-width // 8)):
+            field_tokens += 2 ** min(8, width - 8 * byte)
+            slots += 1
+    commits = sum(count for count, _ in STATE_TABLE.values())
+    assert protocol.tokens_per_record == slots == 51
+    assert protocol.stage_bytes == 8
+    assert protocol.vocab_size == 5 + field_tokens + slots + 8 * 256 + commits
+    assert [(f.name, f.width) for f in protocol.fields] == RECORD_TABLE
+
+
+def test_every_token_round_trips(protocol):
+    texts = protocol.texts
+    assert len(set(texts)) == len(texts)
+    assert all(" " not in text for text in texts)
+    for token in protocol.tokens:
+        assert protocol.token_id(token.text) == token.id
+        assert protocol.describe(token.id) == token
+        if token.kind == "field":
+            assert protocol.field_token(token.name, token.byte, token.value) == token.id
+        elif token.kind == "stage":
+            assert protocol.stage_token(token.byte, token.value) == token.id
+        elif token.kind == "commit":
+            assert protocol.commit_token(token.name, token.index) == token.id
+        elif token.kind == "init":
+            assert protocol.init_token(token.name, token.byte) == token.id
+
+
+def test_token_meanings(protocol):
+    token = protocol.describe(protocol.token_id("rval2.b1=3f"))
+    assert (token.kind, token.name, token.byte, token.value) == ("field", "rval2", 1, 0x3F)
+    assert not token.closes_record
+    last = protocol.describe(protocol.token_id("trap_lane.b0=03"))
+    assert last.closes_record and last.slot == 50
+    with pytest.raises(ProtocolError, match="not a token"):
+        protocol.token_id("trap_lane.b0=04")           # 2 bits: values 0..3
+    with pytest.raises(ProtocolError, match="not a token"):
+        protocol.token_id("pc.b0=80")                  # 7 bits
+    commit = protocol.describe(protocol.commit_token("regs", (3, 1, 4)))
+    assert (commit.kind, commit.text, commit.index) == ("commit", "regs[3][1][4]", (3, 1, 4))
+    assert protocol.describe(protocol.commit_token("ntid")).text == "ntid"
+    control = [protocol.pad_id, protocol.unk_id, protocol.bos_id, protocol.trace_id,
+               protocol.eos_id]
+    assert [protocol.describe(i).text for i in control] == ["<pad>", "<unk>", "<bos>",
+                                                            "<trace>", "<eos>"]
+    with pytest.raises(ProtocolError, match="outside the vocabulary"):
+        protocol.describe(protocol.vocab_size)
+
+
+def test_encode_record_is_little_endian_bytes_in_emit_order(protocol):
+    record = {name: 0 for name, _ in RECORD_TABLE}
+    record.update(warp=5, rval2=0x12345678, trap_lane=3)
+    texts = [protocol.describe(i).text for i in protocol.encode_record(record)]
+    assert len(texts) == 51
+    assert texts[0] == "warp.b0=05"
+    start = texts.index("rval2.b0=78")
+    assert texts[start:start + 4] == ["rval2.b0=78", "rval2.b1=56", "rval2.b2=34", "rval2.b3=12"]
+    assert texts[-1] == "trap_lane.b0=03"
+    assert protocol.encode_records([record, record])[-1] == protocol.eos_id
+    with pytest.raises(ProtocolError, match="does not fit"):
+        protocol.encode_record({**record, "pc": 128})
+
+
+def test_a_changed_spec_changes_the_vocabulary(protocol):
+    wide = TraceProtocol.from_design(load_design(DEFAULT_SPEC, {"LANES": 8, "WARPS": 4}))
+    assert "rval7" in wide.field_by_name and "rval7" not in protocol.field_by_name
+    assert wide.vocab_size != protocol.vocab_size and wide != protocol
+    assert wide.tokens_per_record > protocol.tokens_per_record
+
+
+def test_save_and_load(protocol, tmp_path):
+    protocol.save(tmp_path)
+    assert {p.name for p in tmp_path.iterdir()} == {
+        "protocol.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}
+    assert TraceProtocol.load(tmp_path) == protocol
+    again = tmp_path / "again"
+    TraceProtocol.load(tmp_path).save(again)
+    for name in ("protocol.json", "tokenizer.json"):
+        assert (again / name).read_bytes() == (tmp_path / name).read_bytes()
+
+
+def test_load_errors(protocol, tmp_path):
+    with pytest.raises(ProtocolError, match="not a compiled QwenGPU checkpoint"):
+        TraceProtocol.load(tmp_path)
+    (tmp_path / "protocol.json").write_text("{nope")
+    with pytest.raises(ProtocolError, match="cannot read"):
+        TraceProtocol.load(tmp_path)
+    data = protocol.to_json()
+    (tmp_path / "protocol.json").write_text(json.dumps({**data, "vocab_size": 7}))
+    with pytest.raises(ProtocolError, match="vocab_size 7"):
+        TraceProtocol.load(tmp_path)
+    (tmp_path / "protocol.json").write_text(json.dumps({**data, "fields": [["x"]]}))
+    with pytest.raises(ProtocolError, match="malformed"):
+        TraceProtocol.load(tmp_path)
+    (tmp_path / "protocol.json").write_text(json.dumps({"format": "other"}))
+    with pytest.raises(ProtocolError, match="not a qwengpu-trace-protocol"):
+        TraceProtocol.load(tmp_path)
+
+
+def test_autotokenizer_maps_texts_to_the_same_ids(protocol, tmp_path):
+    from transformers import AutoTokenizer
+
+    protocol.save(tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert len(tokenizer) == protocol.vocab_size
+    assert (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id,
+            tokenizer.unk_token_id) == (protocol.bos_id, protocol.eos_id, protocol.pad_id,
+                                        protocol.unk_id)
+    ids = tokenizer(" ".join(protocol.texts), add_special_tokens=True)["input_ids"]
+    assert ids == list(range(protocol.vocab_size))
+    text = "<bos> set.b0=9e prog[0] <trace> warp.b0=00 pc.b0=7f <eos>"
+    ids = tokenizer(text)["input_ids"]
+    assert ids == [protocol.token_id(t) for t in text.split()]
+    assert tokenizer.decode(ids) == text
+    assert tokenizer("warp.b0=99")["input_ids"] == [protocol.unk_id]   # 3 bits: no 0x99
