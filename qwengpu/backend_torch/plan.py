@@ -73,6 +73,7 @@ class Plan:
     embedding: list[str] = field(default_factory=list)
     emission: dict[str, str] = field(default_factory=dict)   # kind/lo/hi -> value
     slot_digits: list[list[tuple[str, int]]] = field(default_factory=list)
+    estimate: bool = False
 
     def value(self, name: str, size: int, domain=None, loc=None) -> str:
         if name not in self.values:
@@ -92,14 +93,31 @@ def operand_values(operands) -> list[str]:
     return [o[1] for o in operands if o[0] == "v"]
 
 
+def _product(domains):
+    import itertools
+    total = 1
+    for d in domains:
+        total *= len(d)
+    if total > 1 << 16:
+        return [()]
+    return itertools.product(*domains)
+
+
 def _digit_bits(width: int, digit: int) -> int:
     return max(0, min(4, width - 4 * digit))
 
 
-def build_plan(graph: Graph, protocol: TraceProtocol) -> Plan:
-    """The plan of one pass (see the module doc); `HdlError` for writes not carried."""
-    check_trace_carried(graph)
+def build_plan(graph: Graph, protocol: TraceProtocol, estimate: bool = False) -> Plan:
+    """The plan of one pass (see the module doc); `HdlError` for writes not carried.
+
+    `estimate=True` plans a spec whose writes are not all carried, for figures only: a
+    non-carried state value in a write cone is taken as if the record carried it (an extra
+    embedding value `uncarried.*`), and several writes to one element get one write port each
+    (the model would need one commit per write).  Such a plan cannot be built into weights."""
+    if not estimate:
+        check_trace_carried(graph)
     plan = Plan(protocol, graph)
+    plan.estimate = estimate
     _embedding(plan)
     builder = _Builder(plan)
     builder.scratch()
@@ -160,6 +178,7 @@ class _Builder:
         self.ports: dict[tuple, list[str]] = {}        # (region, state, index) -> outputs
         self.memo: dict[tuple[str, int], tuple] = {}
         self.writes_of: dict[str, int] = {}
+        self.extra_writes: list[int] = []
 
     # -- the scratch (layer 0) ------------------------------------------------------------
     def scratch(self) -> None:
@@ -224,6 +243,11 @@ class _Builder:
             result = ("v", self.field_digit[node_id])
         elif region == "commit" and node_id in self.carried:
             raise HdlError(f"record field digit %{node_id} has no scratch slot", node.loc)
+        elif region == "commit" and node.op in ("register", "read") and \
+                node.state in self.written:
+            name = self.plan.value(f"uncarried.{node.state}.{node_id}", 1 << node.width)
+            self.plan.embedding.append(name)
+            result = ("v", name)
         elif node.op in ("register", "read"):
             outputs = self.state_port(region, node)
             result = ("v", outputs[node.low // 4])
@@ -260,6 +284,12 @@ class _Builder:
         spec = dict(spec, query=query)
         inputs = inputs + ([query[1]] if query[0] == "value" else [])
         heads = -(-sum(self.plan.values[v].size for v in outputs) // HEAD_DIM)
+        banks = -(-(element.size + 1) // HEAD_DIM)
+        if banks > 1 and not self.plan.estimate:
+            raise CapacityError(f"memory {name} has {element.size} elements; one DeltaNet head "
+                                f"holds {HEAD_DIM - 1} (banked memories are not built yet)",
+                                node.loc)
+        heads *= banks
         self.plan.add(Op(tag, "memory", spec, inputs, outputs,
                          "commit" if region == "commit" else "state", node.loc, heads=heads))
         self.ports[key] = outputs
@@ -268,9 +298,6 @@ class _Builder:
     def flat_index(self, region: str, name: str, node, operands) -> str:
         """A value holding the flat element index (or `size` when out of range)."""
         element = self.protocol.state_by_name[name]
-        if element.size >= HEAD_DIM:
-            raise CapacityError(f"memory {name} has {element.size} elements; a DeltaNet head "
-                                f"holds {HEAD_DIM - 1} and a spare slot", node.loc)
         groups = node.groups or (1,) * len(node.args)
         if len(operands) == 1 and operands[0][0] == "v" and \
                 max(self.plan.values[operands[0][1]].domain) < element.size:
@@ -280,7 +307,7 @@ class _Builder:
             domains.append((o[1],) if o[0] == "c" else self.plan.values[o[1]].domain)
 
         def flat(*digits):
-            position, flat_index, out = 0, 0, 0
+            position, flat_index = 0, 0
             for size, count in zip(shape, groups):
                 index = sum(d << (4 * k) for k, d in enumerate(digits[position:position + count]))
                 position += count
@@ -288,8 +315,13 @@ class _Builder:
                     return element.size
                 flat_index = flat_index * size + index
             return flat_index
+        spare = any(flat(*combo) == element.size for combo in _product(domains))
+        if spare and element.size >= HEAD_DIM and not self.plan.estimate:
+            raise CapacityError(f"memory {name} has {element.size} elements and this index can "
+                                f"be out of range: a DeltaNet head holds {HEAD_DIM - 1} "
+                                "elements and the spare slot out-of-range reads use", node.loc)
         out = f"{region[0]}.{name}.index{len(self.ports)}"
-        self.plan.value(out, element.size + 1, loc=node.loc)
+        self.plan.value(out, element.size + 1 if spare else element.size, loc=node.loc)
         self.plan.add(Op(out, "mlp", {"op": "fn", "operands": list(operands), "fn": flat},
                          operand_values(operands), [out], region, node.loc))
         return out
@@ -299,6 +331,9 @@ class _Builder:
         for write_id, write in self.graph.items():
             if write.op != "write":
                 continue
+            if write.state in self.writes_of and self.plan.estimate:
+                self.extra_writes.append(write_id)
+                continue
             if write.state in self.writes_of:
                 raise CapacityError(
                     f"{write.state} is written by more than one write per step; the compiled "
@@ -307,11 +342,14 @@ class _Builder:
             self.writes_of[write.state] = write_id
         for element in self.protocol.state:
             if element.name in self.writes_of:
-                self.write_port(element)
+                self.write_port(element, self.writes_of[element.name], element.name)
+        for count, write_id in enumerate(self.extra_writes):
+            element = self.protocol.state_by_name[self.graph.node(write_id).state]
+            self.write_port(element, write_id, f"{element.name}#{count + 1}")
 
-    def write_port(self, element) -> None:
-        plan, name = self.plan, element.name
-        write = self.graph.node(self.writes_of[name])
+    def write_port(self, element, write_id: int, name: str) -> None:
+        plan = self.plan
+        write = self.graph.node(write_id)
         groups = write.groups or (1,) * len(write.args)
         operands = [self.operand("commit", a) for a in write.args]
         enable = operands[0]
@@ -330,8 +368,9 @@ class _Builder:
         if element.kind == "memory":
             fake = type("N", (), {"groups": groups[1:-1], "args": write.args[1:-1],
                                   "loc": write.loc})
-            index = self.flat_index("commit", name, fake, index_operands)
-            out = plan.value(f"wr.{name}.idx", element.size + 1, loc=write.loc)
+            index = self.flat_index("commit", element.name, fake, index_operands)
+            out = plan.value(f"wr.{name}.idx", max(element.size,
+                                                      plan.values[index].size), loc=write.loc)
             self._choose(out, [((mode,), ("v", "tok.cidx"))], ("v", index), write.loc)
         # enable: its commit token, or a record close whose write is enabled and in range
         en_operands = [("v", "tok.mode"), enable] + ([("v", index)] if index else [])

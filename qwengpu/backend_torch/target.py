@@ -68,9 +68,7 @@ def load_target(name: str) -> Target:
     """A target by name (`min`, or a file under specs/targets/) or by path."""
     if name == "min":
         return MIN
-    path = Path(name)
-    if not path.suffix:
-        path = TARGETS_DIR / f"{name}.toml"
+    path = Path(name) if name.endswith(".toml") else TARGETS_DIR / f"{name}.toml"
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:

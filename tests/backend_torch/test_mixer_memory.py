@@ -20,7 +20,7 @@ from qwengpu.backend_torch.residual import ResidualLayout, decode_many, decode_w
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 BOUNDS = {"fp32": dict(max_deviation=1e-4, min_margin=0.999),
-          "bf16": dict(max_deviation=0.02, min_margin=0.98)}
+          "bf16": dict(max_deviation=4e-3, min_margin=0.99)}
 
 
 @pytest.fixture(autouse=True)
@@ -327,3 +327,38 @@ def test_long_sequences_do_not_drift(dtype_name, hot_slots):
         per_token = deviation(out, stream, torch.tensor(expected))
         early, late = per_token[:500].max().item(), per_token[-500:].max().item()
         assert late <= max(early, 1e-6), f"{path}: deviation grew from {early:.3g} to {late:.3g}"
+
+
+@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
+def test_wide_value_over_grouped_heads(dtype_name):
+    """A 64-bit value in two value heads that share one key head (grouped value heads, as
+    when `linear_num_value_heads` is twice `linear_num_key_heads`)."""
+    rnd = random.Random(8)
+    layout = ResidualLayout(640)
+    init, write = layout.alloc_bit("init"), layout.alloc_bit("we")
+    addr, read = layout.alloc("addr", 32), layout.alloc("read", 32)
+    low, high = layout.alloc_word("low"), layout.alloc_word("high")
+    live = list(layout.groups.values())
+    out_low, out_high = layout.alloc_word("out_low"), layout.alloc_word("out_high")
+    cases = [{init: 1, write: 0, addr: 0, read: 0, low: 0, high: 0}] * INIT_WINDOW
+    slots, expected = [0] * 32, [0] * INIT_WINDOW
+    for _ in range(200):
+        case = {init: 0, write: rnd.randrange(2), addr: rnd.randrange(32), read: rnd.randrange(32),
+                low: rnd.getrandbits(32), high: rnd.getrandbits(32)}
+        if case[write]:
+            slots[case[addr]] = case[high] << 32 | case[low]
+        expected.append(slots[case[read]])
+        cases.append(case)
+    config = make_config(2, layout.hidden_size, 64, [LINEAR, FULL], len(cases),
+                         linear_num_key_heads=1, linear_num_value_heads=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=64)
+    model = blank_model(config, DTYPES[dtype_name])
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(
+            torch.stack([layout.embed(c) for c in cases]).to(model.dtype))
+    wide = Memory("wide", address(addr), [low, high], [when(write, 1)], init)
+    assert wide.heads == 2
+    wide.install(model, 0, [0, 1], layout.rms(live), address(read), [out_low, out_high])
+    streams = at_layer(residuals(model, len(cases)), 0)
+    check_reads(streams, out_low, [v & 0xFFFF_FFFF for v in expected], dtype_name)
+    check_reads(streams, out_high, [v >> 32 for v in expected], dtype_name)

@@ -37,7 +37,7 @@ from typing import Sequence
 import torch
 
 from qwengpu.backend_torch.gadgets.core import Form, const
-from qwengpu.backend_torch.gadgets.memory import MixerCost, When, _parts_of
+from qwengpu.backend_torch.gadgets.memory import MixerCost, When, flatten_groups
 from qwengpu.backend_torch.residual import Live
 
 FULL_ATTENTION = "full_attention"
@@ -95,7 +95,7 @@ class CopyFromKind:
                  recency: bool = True, max_distance: int = 4096):
         self.name, self.target, self.recency = name, target, recency
         self.max_distance = max_distance
-        self.parts = _parts_of(value)
+        self.parts = flatten_groups(value)
 
     def cost(self) -> MixerCost:
         return MixerCost(self.name, FULL_ATTENTION, 1, sum(g.size for g, _ in self.parts))
@@ -109,7 +109,7 @@ class CopyFromKind:
         attn, config = decoder.self_attn, model.config
         if self.recency and attn.q_proj.weight.dtype != torch.float32:
             raise ValueError("recency needs fp32 scores; use recency=False in bf16")
-        out_groups = [g for g, _ in _parts_of(outputs)]
+        out_groups = [g for g, _ in flatten_groups(outputs)]
         if [g.size for g in out_groups] != [g.size for g, _ in self.parts]:
             raise ValueError(f"{self.name}: outputs do not match the value groups")
         p = plan(config, self.max_distance, self.recency)

@@ -192,7 +192,9 @@ class ValuePart:
     offset: int        # first value dim in that head
 
 
-def _parts_of(items: Iterable[Union[Live, tuple[Live, int]]]) -> list[tuple[Group, int]]:
+def flatten_groups(items: Iterable[Union[Live, tuple[Live, int]]]) -> list[tuple[Group, int]]:
+    """`(group, tap)` for every one-hot group of `items` (words give their digits; an item
+    is a group/word, or a `(group/word, tap)` pair; the tap defaults to 0)."""
     parts = []
     for item in items:
         target, tap = item if isinstance(item, tuple) else (item, 0)
@@ -205,7 +207,7 @@ def pack_values(items: Sequence[Union[Live, tuple[Live, int]]], head_dim: int = 
                 ) -> list[ValuePart]:
     """Lay the value groups out in heads of `head_dim` dims, in order, never splitting one."""
     packed, head, offset = [], 0, 0
-    for group, tap in _parts_of(items):
+    for group, tap in flatten_groups(items):
         if group.size > head_dim:
             raise ValueError(f"{group.name}: {group.size} dims do not fit a {head_dim}-dim head")
         if offset + group.size > head_dim:
@@ -269,11 +271,11 @@ class Memory:
         if len(heads) != self.heads:
             raise ValueError(f"{self.name}: needs {self.heads} head(s), got {len(heads)}")
         drive = drive_for(attn.in_proj_qkv.weight.dtype)
-        out_groups = _parts_of(outputs or [])
+        out_groups = flatten_groups(outputs or [])
         if query is not None and [g.size for g, _ in out_groups] != self.output_shape():
             raise ValueError(f"{self.name}: outputs {[g.size for g, _ in out_groups]} do not "
                              f"match the value groups {self.output_shape()}")
-        head = _HeadWriter(attn, rms, drive)
+        head = HeadWriter(attn, rms, drive)
         for index, value_head in enumerate(heads):
             head.claim(value_head, self.name)
             key_head = head.key_head(value_head)
@@ -292,14 +294,16 @@ class Memory:
             head.beta(value_head, self._beta_form(drive))
             if query is None:
                 continue
-            hot_groups = len(mine)
-            normalised = math.sqrt(self.head_dim / hot_groups)
+            # The read-out's two factors as the layer will round them in its dtype: the
+            # normalised hot entry, and z = in_proj_z's weight times the normalised ONE dim.
+            normalised = head.rounded(math.sqrt(self.head_dim / len(mine)))
+            gate = head.rounded(head.rounded(drive.gate * rms) * head.rounded(1.0 / rms))
             for part in mine:
                 group = out_groups[self.parts.index(part)][0]
                 scale = out_scale if out_scale is not None else group.scale
                 for entry in range(part.group.size):
                     head.read_out(value_head, part.offset + entry, group.dim(entry),
-                                  scale / (normalised * drive.gate))
+                                  scale / (normalised * gate))
         self.replicas.append((layer, tuple(heads)))
         dims = sum(g.size for g, _ in out_groups) if query is not None else 0
         return MixerCost(self.name, LINEAR_ATTENTION, len(heads), dims)
@@ -337,8 +341,12 @@ def _linear_attn(model, layer: int):
     return decoder.linear_attn
 
 
-class _HeadWriter:
-    """Sets the weights of one DeltaNet's channels; `rms` is folded into input weights."""
+class HeadWriter:
+    """Sets the weights of one DeltaNet's channels; `rms` is folded into input weights.
+
+    Used by `Memory` and by other mixer emitters: `claim` a value head, write `channel`s
+    (q/k/v, one tap each), `beta`, and `read_out` (z and out_proj).  A read-out factor is
+    exact in bf16 when computed from `rounded` values, as `Memory.install` does."""
 
     def __init__(self, attn, rms: float, drive: MixerDrive):
         self.attn, self.rms, self.drive = attn, rms, drive
@@ -349,6 +357,10 @@ class _HeadWriter:
             raise ValueError("the gated norm weight must be 1 (shared by every head)")
         if attn.A_log.float().exp().max() != 0:
             raise ValueError("memories need a decay of exactly 1 (A_log = -1e4)")
+
+    def rounded(self, number: float) -> float:
+        """`number` as the layer's dtype holds it."""
+        return float(torch.tensor(number, dtype=torch.float64).to(self.attn.out_proj.weight.dtype))
 
     def key_head(self, value_head: int) -> int:
         return value_head // self.ratio
@@ -416,3 +428,6 @@ class _HeadWriter:
         with torch.no_grad():
             self.attn.in_proj_z.weight[column, ONE_DIM] = self.drive.gate * self.rms
             self.attn.out_proj.weight[residual_dim, column] = factor
+
+
+_HeadWriter = HeadWriter      # the name emit.py imported first

@@ -1,0 +1,175 @@
+"""From a spec to a checkpoint directory that stock transformers loads.
+
+    compiled = compile_spec("specs/counter.hdl", "min")      # parse ... schedule
+    model = build_model(compiled.schedule, torch.float32)      # weights (emit.py)
+    write_checkpoint(compiled, model, "out/counter")           # files
+
+The directory holds `config.json` (`qwen3_5_text`, `Qwen3_5ForCausalLM`, 45 layers and their
+`layer_types`), `model.safetensors`, `generation_config.json` (greedy, eos = the protocol's
+`<eos>`), the protocol's tokenizer files and `protocol.json`, and `schedule.txt` (the
+schedule, the figures and the precision decision).  The same inputs give byte-identical
+files.  `state_prompt` builds a launch prompt for any machine state the way
+`qwengpu.runtime.prompt` does for QwenGPU launches (used by the tests of small specs).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from qwengpu.backend_torch.emit import embedding_table, emit_memory, emit_mlp, emit_scratch, \
+    lm_head_table
+from qwengpu.backend_torch.gadgets.core import MlpWriter
+from qwengpu.backend_torch.model import blank_model, make_config
+from qwengpu.backend_torch.plan import Plan, build_plan
+from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.backend_torch.residual import Group, ResidualLayout, residual_rms
+from qwengpu.backend_torch.schedule import Schedule, format_schedule, schedule_plan
+from qwengpu.backend_torch.target import load_target
+from qwengpu.dsl.elaborate import load_design
+from qwengpu.passes import DEFAULT_PIPELINE, build_graph, run_passes
+
+EMIT_MARGIN = 16.0
+
+
+@dataclass
+class Compiled:
+    spec: str
+    design: object
+    protocol: TraceProtocol
+    plan: Plan
+    schedule: Schedule
+    seconds: dict
+
+
+def compile_spec(spec: str, target: str = "min", passes=None, params=None,
+                 progress: Callable[[str], None] | None = None,
+                 estimate: bool = False) -> Compiled:
+    """Parse, elaborate, build the graph, run the passes, plan and schedule."""
+    say = progress or (lambda _message: None)
+    times, start = {}, time.perf_counter()
+    design = load_design(spec, params) if params else load_design(spec)
+    graph = build_graph(design)
+    run_passes(graph, list(passes or DEFAULT_PIPELINE))
+    times["passes"] = time.perf_counter() - start
+    say(f"passes: {len(graph)} nodes ({times['passes']:.1f} s)")
+    protocol = TraceProtocol.from_design(design)
+    plan = build_plan(graph, protocol, estimate)
+    schedule = schedule_plan(plan, load_target(target))
+    times["schedule"] = time.perf_counter() - start - times["passes"]
+    say(f"schedule: {len(plan.ops)} ops in {schedule.layers_used} of "
+        f"{schedule.target.num_layers} layers ({times['schedule']:.1f} s)")
+    return Compiled(spec, design, protocol, plan, schedule, times)
+
+
+def allocate(schedule: Schedule) -> tuple[ResidualLayout, dict[str, Group]]:
+    layout = ResidualLayout(schedule.target.hidden_size, schedule.target.rms_norm_eps)
+    groups = {name: layout.alloc(name, schedule.plan.values[name].size)
+              for name in schedule.order}
+    return layout, groups
+
+
+def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32):
+    """A `Qwen3_5ForCausalLM` holding the schedule's weights (built in float32)."""
+    target, plan = schedule.target, schedule.plan
+    if plan.estimate:
+        raise ValueError("an estimate plan (writes not carried) cannot be built")
+    config = make_config(target.num_layers, target.hidden_size, target.intermediate_size,
+                         target.layer_types, plan.protocol.vocab_size,
+                         linear_num_key_heads=target.linear_heads,
+                         linear_num_value_heads=target.linear_heads,
+                         linear_key_head_dim=target.key_head_dim,
+                         linear_value_head_dim=target.value_head_dim,
+                         num_attention_heads=target.attention_heads,
+                         num_key_value_heads=target.kv_heads, head_dim=target.head_dim,
+                         rms_norm_eps=target.rms_norm_eps,
+                         eos_token_id=plan.protocol.eos_id, dtype="float32")
+    config.bos_token_id = plan.protocol.bos_id
+    config.pad_token_id = plan.protocol.pad_id
+    model = blank_model(config, torch.float32)
+    layout, groups = allocate(schedule)
+    hidden, eps = target.hidden_size, target.rms_norm_eps
+    sizes = {s.name: s.size for s in plan.protocol.state}
+    next_unit: dict[int, int] = {}
+    next_head: dict[int, int] = {}
+    for op in plan.ops:
+        rms = residual_rms(schedule.hot_entries(op.sublayer), hidden, eps)
+        layer = op.layer
+        if op.kind == "mlp":
+            start = next_unit.get(layer, 0)
+            writer = MlpWriter(model.model.layers[layer].mlp, range(start, start + op.units), rms)
+            emit_mlp(writer, op, plan, groups)
+            used = writer.flush()
+            assert used == op.units, (op.name, used, op.units)
+            next_unit[layer] = start + used
+            continue
+        first = next_head.get(layer, 0)
+        heads = range(first, first + op.heads)
+        next_head[layer] = first + op.heads
+        if op.kind == "scratch":
+            emit_scratch(model, layer, heads, rms, op, groups)
+        else:
+            emit_memory(model, layer, heads, rms, op, groups, sizes)
+    final_rms = residual_rms(1 + len(schedule.order), hidden, eps)
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(embedding_table(plan, groups, hidden))
+        model.lm_head.weight.copy_(lm_head_table(plan, groups, hidden, final_rms, EMIT_MARGIN))
+    return model.to(dtype)
+
+
+def write_checkpoint(compiled: Compiled, model, directory, precision_note: str = "") -> dict:
+    """Write the checkpoint files (see the module doc); returns figures for the report."""
+    from transformers import GenerationConfig
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    protocol = compiled.protocol
+    model.config.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    model.save_pretrained(directory, safe_serialization=True)
+    GenerationConfig(do_sample=False, eos_token_id=protocol.eos_id, pad_token_id=protocol.pad_id,
+                     bos_token_id=protocol.bos_id).save_pretrained(directory)
+    protocol.save(directory)
+    tensors = {name: p for name, p in model.state_dict().items()}
+    figures = {"parameters": sum(t.numel() for t in tensors.values()),
+               "nonzeros": int(sum(int((t != 0).sum()) for t in tensors.values())),
+               "bytes": (directory / "model.safetensors").stat().st_size}
+    report = format_schedule(compiled.schedule)
+    report += (f"\ncheckpoint: {figures['parameters']} parameters, {figures['nonzeros']} "
+               f"nonzero, model.safetensors {figures['bytes']} bytes, dtype "
+               f"{model.config.dtype}\n")
+    if precision_note:
+        report += f"precision: {precision_note}\n"
+    (directory / "schedule.txt").write_text(report)
+    _normalise_json(directory / "config.json")
+    return figures
+
+
+def _normalise_json(path: Path) -> None:
+    data = json.loads(path.read_text())
+    data.pop("transformers_version", None)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def state_prompt(protocol: TraceProtocol, state: dict[str, list[int]]) -> list[int]:
+    """A launch prompt putting the machine into `state` (every element, flat row-major;
+    a register is a list of one value): `<bos>`, the record-scratch init tokens, every
+    staging slot, each element staged and committed, `<trace>`."""
+    ids = [protocol.bos_id]
+    ids += [protocol.init_token(name, byte) for name, byte in protocol.record_slots]
+    staged = [0] * protocol.stage_bytes
+    ids += [protocol.stage_token(byte, 0) for byte in range(protocol.stage_bytes)]
+    for element in protocol.state:
+        for index, value in zip(element.indices(), state[element.name]):
+            for byte in range(element.bytes):
+                wanted = value >> (8 * byte) & 0xFF
+                if staged[byte] != wanted:
+                    ids.append(protocol.stage_token(byte, wanted))
+                    staged[byte] = wanted
+            ids.append(protocol.commit_token(element.name, index))
+    ids.append(protocol.trace_id)
+    return ids

@@ -1,0 +1,316 @@
+"""Weights of a scheduled plan: MLP gadgets for the digit primitives, DeltaNet heads for the
+scratch and the state, the embedding and lm_head from the trace protocol.
+
+MLP ops (one `MlpWriter` each, over their own units of the layer's MLP; the input rms comes
+from the schedule's norm ledger) are built from restoring `step` units (see
+`gadgets/core.py`), so every output is a clean one-hot group whatever the small deviations
+of the inputs:
+
+- `sum`: the total `S = sum terms[i][x_i]` is a linear form; a bias writes the table value
+  at the lowest reachable total and one step per breakpoint of the table moves the hot
+  entry (`put(new) - put(old)`): 2 units per breakpoint.
+- `carry`: one step per possible origin of the carry (cin or a generate followed only by
+  propagates; the origins are mutually exclusive), on a 0 bias.
+- `select`, `choose` (a selector value *set* per arm, and a default arm), `priority`:
+  one AND step per (arm, arm value): `[conditions of the arm] + [arm == v] -> v`.
+- `lut` and `fn` (any Python function of the operands): rows over every input but the one
+  with the most values; per row and output value one step (as `PairLookup` does).
+
+Constant operands are folded into the forms.  Mixer ops: `scratch` (a DeltaNet memory whose
+slots hold disjoint regions of the value, so one query over all slots reads every slot at
+once; written by field/init/stage tokens and spread over all slots on `<bos>`) and `memory`
+(`gadgets.memory.Memory`, one replica per read port).  Every function here is exercised by
+the compile tests, which run the whole checkpoint under stock transformers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+import torch
+
+from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, const, entries, put, weighted
+from qwengpu.backend_torch.gadgets.memory import (Memory, _HeadWriter, address, drive_for,
+                                                  fixed_address, when)
+from qwengpu.backend_torch.plan import HEAD_DIM, Op, Plan
+from qwengpu.backend_torch.residual import Group
+from qwengpu.passes.digits import DIGIT_OPS, sum_values
+
+
+class _Operands:
+    """Operands of one op resolved to (group or None, domain, constant or None)."""
+
+    def __init__(self, plan: Plan, groups: dict[str, Group], operands: Sequence[tuple]):
+        self.items = []
+        for kind, payload in operands:
+            if kind == "c":
+                self.items.append((None, (payload,), payload))
+            else:
+                self.items.append((groups[payload], plan.values[payload].domain, None))
+
+
+def _entries(group: Group, values) -> Form:
+    return entries(group, [v for v in values if 0 <= v < group.size])
+
+
+def _step_all(writer: MlpWriter, terms: list[tuple[Group, set]], output: Form) -> None:
+    """`output` when every (group, accepted values) term holds; no terms: always."""
+    if not terms:
+        writer.bias(output)
+        return
+    form = Form()
+    for group, accepted in terms:
+        form = form + _entries(group, accepted)
+    writer.step(form, len(terms) - 0.5, output)
+
+
+def emit_mlp(writer: MlpWriter, op: Op, plan: Plan, groups: dict[str, Group]) -> None:
+    """Add the units of MLP op `op` (its output group is zero before this layer)."""
+    spec = op.spec
+    out = groups[op.outputs[0]]
+    kind = spec["op"]
+    if kind == "sum":
+        _emit_sum(writer, spec["node"], _Operands(plan, groups, spec["operands"]), out)
+    elif kind == "carry":
+        _emit_carry(writer, _Operands(plan, groups, spec["operands"]), out)
+    elif kind == "select":
+        ops = _Operands(plan, groups, spec["operands"])
+        selector, arms = ops.items[0], ops.items[1:]
+        choices = [((i,), arm) for i, arm in enumerate(arms)]
+        _emit_choose(writer, selector, choices, None, out)
+    elif kind == "choose":
+        sel = _Operands(plan, groups, [spec["selector"]]).items[0]
+        arms = [(values, _Operands(plan, groups, [a]).items[0]) for values, a in spec["arms"]]
+        default = _Operands(plan, groups, [spec["default"]]).items[0]
+        _emit_choose(writer, sel, arms, default, out)
+    elif kind == "priority":
+        _emit_priority(writer, spec["node"], _Operands(plan, groups, spec["operands"]), out)
+    elif kind == "lut":
+        node = spec["node"]
+        widths = [plan.graph.node(a).width for a in node.args]
+        fn = lambda *values: DIGIT_OPS["lut"].evaluate(node, values, widths)  # noqa: E731
+        _emit_function(writer, _Operands(plan, groups, spec["operands"]), fn, out)
+    elif kind == "fn":
+        _emit_function(writer, _Operands(plan, groups, spec["operands"]), spec["fn"], out)
+    else:
+        raise ValueError(f"{op.name}: unknown MLP op {kind}")
+
+
+def _emit_sum(writer, node, ops: _Operands, out: Group) -> None:
+    form, domains, terms = Form(), [], []
+    for (group, domain, value), term in zip(ops.items, node.terms):
+        if group is None:
+            form = form + const(term[value])
+            domains.append((value,))
+        else:
+            form = form + weighted(group, lambda v, t=term: t[v] if v < len(t) else 0)
+            domains.append(domain)
+        terms.append(term)
+    totals = sorted(sum_values(terms, domains))
+
+    def table(s):
+        return node.table[s - node.base]
+    writer.bias(put(out, table(totals[0])))
+    for s, t in zip(totals, totals[1:]):
+        if table(s) != table(t):
+            writer.step(form, (s + t) / 2, put(out, table(t)) - put(out, table(s)),
+                        gap=(t - s) / 2)
+
+
+def _emit_carry(writer, ops: _Operands, out: Group) -> None:
+    items = ops.items
+    origins = [(items[0], 1)] + [(item, 2) for item in items[1:]]
+    writer.bias(put(out, 0))
+    for position, (origin, wanted) in enumerate(origins):
+        required = [(origin, wanted)] + [(item, 1) for item in items[position + 1:]]
+        terms, possible = [], True
+        for (group, domain, value), need in required:
+            if group is None:
+                possible &= value == need
+            elif need in domain:
+                terms.append((group, {need}))
+            else:
+                possible = False
+        if possible:
+            _step_all(writer, terms, put(out, 1) - put(out, 0))
+            if not terms:
+                return
+
+
+def _emit_arm(writer, conditions, arm, out: Group) -> None:
+    group, domain, value = arm
+    if group is None:
+        _step_all(writer, conditions, put(out, value))
+        return
+    for v in domain:
+        if v < out.size:      # staged bytes above an element's width are 0 (protocol)
+            _step_all(writer, conditions + [(group, {v})], put(out, v))
+
+
+def _emit_choose(writer, selector, arms, default, out: Group) -> None:
+    sel_group, sel_domain, sel_value = selector
+    covered = set()
+    for values, arm in arms:
+        live = [v for v in values if v in sel_domain and v not in covered]
+        covered.update(live)
+        if not live:
+            continue
+        _emit_arm(writer, [] if sel_group is None else [(sel_group, set(live))], arm, out)
+    rest = [v for v in sel_domain if v not in covered]
+    if rest and default is not None:
+        _emit_arm(writer, [] if sel_group is None else [(sel_group, set(rest))], default, out)
+
+
+def _emit_priority(writer, node, ops: _Operands, out: Group) -> None:
+    count = len(node.terms)
+    conds, arms, default = ops.items[:count], ops.items[count:2 * count], ops.items[-1]
+    previous_false: list = []
+    blocked = False
+    for term, cond, arm in zip(node.terms, conds, arms + [default]):
+        group, domain, value = cond
+        true = {v for v in domain if term[v]}
+        false = set(domain) - true
+        if group is None:
+            if term[value]:
+                if not blocked:
+                    _emit_arm(writer, list(previous_false), arm, out)
+                return
+            continue
+        if true and not blocked:
+            _emit_arm(writer, previous_false + [(group, true)], arm, out)
+        if not false:
+            blocked = True
+            break
+        previous_false.append((group, false))
+    if not blocked:
+        _emit_arm(writer, previous_false, default, out)
+
+
+def _emit_function(writer, ops: _Operands, fn, out: Group) -> None:
+    items = ops.items
+    variable = [i for i, (g, _, _) in enumerate(items) if g is not None]
+    base = [value for _, _, value in items]
+    if not variable:
+        writer.bias(put(out, fn(*base)))
+        return
+    inner = max(variable, key=lambda i: (len(items[i][1]), -i))
+    outer = [i for i in variable if i != inner]
+    for combo in itertools.product(*(items[i][1] for i in outer)):
+        values = list(base)
+        for i, v in zip(outer, combo):
+            values[i] = v
+        by_output: dict[int, set] = {}
+        for y in items[inner][1]:
+            values[inner] = y
+            by_output.setdefault(fn(*values), set()).add(y)
+        for w, ys in sorted(by_output.items()):
+            terms = [(items[i][0], {v}) for i, v in zip(outer, combo)]
+            if len(by_output) > 1:
+                terms.append((items[inner][0], ys))
+            if not terms:
+                writer.bias(put(out, w))
+            else:
+                _step_all(writer, terms, put(out, w))
+
+
+def count_units(op: Op, plan: Plan) -> int:
+    """The MLP units op `op` takes (its emitter run on a counting writer)."""
+    groups = {name: Group(name, 0, plan.values[name].size) for name in op.inputs + op.outputs}
+    writer = MlpWriter(None, range(1 << 30), 1.0)
+    emit_mlp(writer, op, plan, groups)
+    return writer.flush()
+
+
+# -- mixers ---------------------------------------------------------------------------------
+def emit_scratch(model, layer: int, heads: Sequence[int], rms: float, op: Op,
+                 groups: dict[str, Group]) -> None:
+    """Install a scratch op (see the module doc) into value heads `heads` of `layer`."""
+    attn = model.model.layers[layer].linear_attn
+    drive = drive_for(attn.in_proj_qkv.weight.dtype)
+    writer = _HeadWriter(attn, rms, drive)
+    slot_group = groups[op.spec["slot_value"]]
+    bos = groups["tok.bos"]
+    beta = drive.beta
+    for head, slots in zip(heads, op.spec["heads"]):
+        writer.claim(head, op.name)
+        key_head = writer.key_head(head)
+        offset, regions_in_head = 0, sum(len(regions) for _, regions in slots)
+        normalised = math.sqrt(HEAD_DIM / regions_in_head)
+        beta_form = const(-beta) + Form({bos.dim(1): 2 * beta})
+        for key, (slot, regions) in enumerate(slots):
+            writer.channel("k", key_head, key,
+                           [(0, Form({slot_group.dim(slot): drive.key_gain})
+                             + const(-drive.key_offset) + Form({bos.dim(1): drive.key_gain}))])
+            writer.channel("q", key_head, key, [(0, const(drive.key_hot))])
+            beta_form = beta_form + Form({slot_group.dim(slot): 2 * beta})
+            selected = Form({slot_group.dim(slot): drive.value_gain})
+            for source, size, value in regions:
+                src, target = groups[source], groups[value]
+                for entry in range(size):
+                    form = selected + Form({src.dim(entry): drive.value_gain}) + \
+                        const(-drive.value_gain - drive.value_offset)
+                    if entry == 0:
+                        form = form + Form({bos.dim(1): drive.value_gain})
+                    writer.channel("v", head, offset + entry, [(0, form)])
+                    writer.read_out(head, offset + entry, target.dim(entry),
+                                    target.scale / (normalised * drive.gate))
+                offset += size
+        writer.beta(head, beta_form)
+
+
+def emit_memory(model, layer: int, heads: Sequence[int], rms: float, op: Op,
+                groups: dict[str, Group], sizes: dict[str, int]) -> None:
+    """Install one replica of a state element (a `memory` op)."""
+    spec = op.spec
+    kind, payload = spec["address"]
+    key = fixed_address(payload) if kind == "fixed" else \
+        address(groups[payload], lambda v: min(v, HEAD_DIM - 1))   # v >= size: enable is 0
+    memory = Memory(op.name, key, [groups[v] for v in spec["values"]],
+                    [when(groups[g], *vals) for g, vals in spec["when"]], groups[spec["init"]])
+    kind, payload = spec["query"]
+    if kind == "fixed":
+        query = fixed_address(payload)
+    else:
+        spare = min(sizes[spec["element"]], HEAD_DIM - 1)
+        query = address(groups[payload], lambda v: min(v, spare))
+    memory.install(model, layer, list(heads), rms, query, [groups[v] for v in op.outputs])
+
+
+# -- embedding and lm_head --------------------------------------------------------------------
+def embedding_table(plan: Plan, groups: dict[str, Group], hidden: int) -> torch.Tensor:
+    from qwengpu.backend_torch.plan import embedding_values
+    protocol = plan.protocol
+    table = torch.zeros(protocol.vocab_size, hidden, dtype=torch.float64)
+    table[:, 0] = 1.0
+    for token_id in range(protocol.vocab_size):
+        for name, value in embedding_values(protocol, token_id).items():
+            table[token_id, groups[name].dim(value)] = groups[name].scale
+    return table
+
+
+def lm_head_table(plan: Plan, groups: dict[str, Group], hidden: int, final_rms: float,
+                  margin: float) -> torch.Tensor:
+    """Rows of field tokens and eos collect `margin` per matching emission group (a missing
+    high digit is a wildcard); every other token's row is 0.  See the module doc of
+    `gadgets/tokens.py` for why the right token wins by `margin`."""
+    protocol = plan.protocol
+    kind, lo, hi = (groups[plan.emission[k]] for k in ("kind", "lo", "hi"))
+    unit = margin * final_rms
+    table = torch.zeros(protocol.vocab_size, hidden, dtype=torch.float64)
+    for token in protocol.tokens:
+        row = table[token.id]
+        if token.kind == "field":
+            row[kind.dim(token.slot)] = unit
+            row[lo.dim(token.value & 15)] = unit
+            spec = protocol.field_by_name[token.name]
+            if spec.width - 8 * token.byte > 4:
+                row[hi.dim(token.value >> 4)] = unit
+            else:
+                row[hi.start:hi.stop] = unit
+        elif token.id == protocol.eos_id:
+            row[kind.dim(protocol.tokens_per_record)] = unit
+            row[lo.start:lo.stop] = unit
+            row[hi.start:hi.stop] = unit
+    return table

@@ -1,0 +1,72 @@
+"""`hdlc compile SPEC --target NAME -o DIR`: compile a spec into a Qwen3.5 checkpoint.
+
+Parse, elaborate, run the passes (`--passes a,b,c`, default the default pipeline), plan and
+schedule into 45 layers (`--target min` sizes the shape from the schedule; any name under
+specs/targets/ or a .toml path is a fixed shape), emit the weights and write the checkpoint
+directory (see `qwengpu.backend_torch.checkpoint`).  `--dtype float32` (the default) or
+`bfloat16`: bf16 is written only on request, after the tests proved the spec exact in it;
+`schedule.txt` in the directory states the decision.  Progress and the compile time go to
+stderr; `--schedule` prints the schedule to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from qwengpu.commands.check import add_parameter_option, parse_overrides
+from qwengpu.errors import UserError
+from qwengpu.passes.pipeline import unknown_passes
+
+NAME = "compile"
+HELP = "compile an HDL spec into a Qwen3.5 checkpoint (45 layers)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", help="the HDL spec, e.g. specs/counter.hdl")
+    add_parameter_option(parser)
+    parser.add_argument("--target", default="min",
+                        help="target shape: min, qwen3.5-2b, or a .toml file (default min)")
+    parser.add_argument("-o", "--output", metavar="DIR", help="checkpoint directory to write")
+    parser.add_argument("--passes", metavar="A,B,C", help="passes to run (default pipeline)")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                        help="checkpoint precision (default float32)")
+    parser.add_argument("--schedule", action="store_true", help="print the schedule")
+    parser.set_defaults(parser=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from qwengpu.backend_torch.checkpoint import build_model, compile_spec, write_checkpoint
+    from qwengpu.backend_torch.schedule import format_schedule
+
+    names = None
+    if args.passes:
+        names = [n.strip() for n in args.passes.split(",") if n.strip()]
+        missing = unknown_passes(names)
+        if missing:
+            raise UserError(f"unknown pass {missing[0]!r}; `hdlc passes` lists them")
+    if not args.output and not args.schedule:
+        args.parser.error("give -o DIR (or --schedule to only print the schedule)")
+    start = time.perf_counter()
+
+    def say(message: str) -> None:
+        print(f"[{time.perf_counter() - start:6.1f} s] {message}", file=sys.stderr)
+
+    compiled = compile_spec(args.spec, args.target, names, parse_overrides(args.param,
+                                                                            args.parser), say)
+    if args.schedule:
+        print(format_schedule(compiled.schedule), end="")
+    if args.output:
+        dtype = getattr(torch, args.dtype)
+        model = build_model(compiled.schedule, dtype)
+        say("weights built")
+        note = ("float32 (the default; bf16 is written with --dtype bfloat16 once proven "
+                "exact)" if dtype == torch.float32 else "bfloat16 (requested)")
+        figures = write_checkpoint(compiled, model, args.output, note)
+        say(f"wrote {args.output}: {figures['nonzeros']} nonzero of {figures['parameters']} "
+            f"parameters, {figures['bytes']} bytes")
+    say(f"compile time {time.perf_counter() - start:.1f} s")
+    return 0

@@ -1,0 +1,45 @@
+"""`hdlc graph SPEC --target NAME [-o FILE]`: the scheduled layer graph.
+
+Without `-o` (or with a `.txt` file) the text form: layer by layer, the ops of the token
+mixer and the MLP, the residual values each reads and writes, the DeltaNet heads and which
+state element they hold, utilisation bars and the norm ledger's hot entries.  With
+`-o FILE.html`: the same as a self-contained HTML page (`backend_torch/graph_view.py`).
+`--estimate` schedules a spec whose writes are not all carried by its trace (figures only).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from qwengpu.commands.check import add_parameter_option, parse_overrides
+
+NAME = "graph"
+HELP = "show the scheduled layer graph (text, or HTML with -o FILE.html)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", help="the HDL spec, e.g. specs/counter.hdl")
+    add_parameter_option(parser)
+    parser.add_argument("--target", default="min", help="target shape (default min)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write FILE (.html or .txt)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="schedule even if writes are not carried by the trace (figures)")
+    parser.set_defaults(parser=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from qwengpu.backend_torch.checkpoint import compile_spec
+    from qwengpu.backend_torch.graph_view import schedule_html
+    from qwengpu.backend_torch.schedule import format_schedule
+
+    compiled = compile_spec(args.spec, args.target, params=parse_overrides(args.param,
+                                                                            args.parser),
+                            estimate=args.estimate)
+    if args.output and args.output.endswith(".html"):
+        Path(args.output).write_text(schedule_html(compiled.schedule))
+    elif args.output:
+        Path(args.output).write_text(format_schedule(compiled.schedule))
+    else:
+        print(format_schedule(compiled.schedule), end="")
+    return 0

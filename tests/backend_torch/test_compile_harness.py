@@ -1,0 +1,64 @@
+"""Shared helpers of the compile tests (no tests here): compile a spec into a checkpoint
+directory, load it with stock transformers, and run greedy generation from a prompt.
+
+The judge is stock transformers (DESIGN §6): `load` is `AutoModelForCausalLM.from_pretrained`
+on the written directory and `generate` is `model.generate(do_sample=False)`.  Project code only
+builds the prompt (`state_prompt`) and gives the expected trace from the reference
+interpreter (`qwengpu.dsl.Simulator`), encoded with the protocol.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from qwengpu.backend_torch.checkpoint import build_model, compile_spec, state_prompt, \
+    write_checkpoint
+from qwengpu.dsl import Simulator
+
+
+def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", params=None):
+    compiled = compile_spec(spec, target, params=params)
+    model = build_model(compiled.schedule, dtype)
+    write_checkpoint(compiled, model, directory, str(dtype))
+    return compiled
+
+
+def load(directory, dtype=None):
+    kwargs = {"dtype": dtype} if dtype is not None else {}
+    model = AutoModelForCausalLM.from_pretrained(str(directory), **kwargs)
+    model.eval()
+    return model
+
+
+def simulator_state(sim: Simulator) -> dict[str, list[int]]:
+    state = {name: list(values) for name, values in sim.memories.items()}
+    state.update({name: [value] for name, value in sim.registers.items()})
+    return state
+
+
+def expected_trace(compiled, sim: Simulator, max_records: int = 1000) -> list[int]:
+    """The interpreter's records as token ids, then eos (or cut at max_records)."""
+    records = sim.run(max_records)
+    return compiled.protocol.encode_records(records, eos=len(records) < max_records)
+
+
+@torch.no_grad()
+def generate(model, prompt: list[int], max_new_tokens: int) -> list[int]:
+    out = model.generate(torch.tensor([prompt]), max_new_tokens=max_new_tokens,
+                         do_sample=False, attention_mask=torch.ones(1, len(prompt),
+                                                                    dtype=torch.long))
+    return out[0, len(prompt):].tolist()
+
+
+def texts(compiled, ids) -> str:
+    return " ".join(compiled.protocol.describe(i).text for i in ids)
+
+
+def run_case(compiled, model, sim: Simulator, prefix: int = 0, max_records: int = 1000):
+    """(expected, got) token lists for a launch from the simulator's current state;
+    `prefix` tokens of the expected trace are given in the prompt (prefill) first."""
+    prompt = state_prompt(compiled.protocol, simulator_state(sim))
+    expected = expected_trace(compiled, sim, max_records)
+    got = generate(model, prompt + expected[:prefix], len(expected) - prefix)
+    return expected[prefix:], got

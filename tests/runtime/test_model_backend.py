@@ -1,0 +1,131 @@
+"""The model backend's host side, without a compiled checkpoint.
+
+- `LockstepChecker` (`--check`) against streams encoded from the interpreter's records: it
+  accepts the right trace and names record, field, expected and got for a wrong one.
+- Error paths of `hdlc run --backend model` (missing flags, directories, protocol).
+- A randomly initialised tiny Qwen3.5 checkpoint runs through stock `generate` and is stopped
+  at its first token with a located error: this shows the loop fails loudly on a model that is
+  not a QwenGPU, and nothing more.  The end-to-end tests on compiled checkpoints live with
+  the compiler (a model must compute the trace; no stand-in replaying tokens is evidence).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from runtime_helpers import VECTOR_ADD, launch_of, sim_result
+from qwengpu.cli import main
+from qwengpu.runtime.model_backend import CheckMismatch, LockstepChecker
+
+VECTOR_ADD_DIR = VECTOR_ADD.parent
+
+
+def feed_all(protocol, ids):
+    checker = LockstepChecker(launch_of(VECTOR_ADD_DIR), protocol)
+    for token_id in ids:
+        checker.feed(token_id)
+    return checker
+
+
+def test_checker_accepts_the_interpreters_trace(protocol):
+    records = sim_result(VECTOR_ADD_DIR).records
+    checker = feed_all(protocol, protocol.encode_records(records))
+    assert checker.ended and checker.record_index == len(records)
+
+
+def test_checker_names_the_first_difference(protocol):
+    records = [dict(record) for record in sim_result(VECTOR_ADD_DIR).records]
+    target = next(i for i, record in enumerate(records) if record["rwen"] & 2)
+    expected = records[target]["rval1"]
+    records[target]["rval1"] = expected ^ 0x00FF0000
+    with pytest.raises(CheckMismatch) as caught:
+        feed_all(protocol, protocol.encode_records(records))
+    error = caught.value
+    assert (error.record, error.field, error.expected, error.got) == (
+        target, "rval1", expected, expected ^ 0x00FF0000)
+    assert f"record {target} (warp {records[target]['warp']}" in error.message
+
+
+def test_checker_on_early_and_late_ends(protocol):
+    records = sim_result(VECTOR_ADD_DIR).records
+    with pytest.raises(CheckMismatch) as caught:
+        feed_all(protocol, protocol.encode_records(records[:10]))
+    assert caught.value.record == 10 and caught.value.got == "<eos>"
+    with pytest.raises(CheckMismatch) as caught:
+        feed_all(protocol, protocol.encode_records(records + records[:1]))
+    assert caught.value.record == len(records) and caught.value.field is None
+    assert "the end of the launch" in caught.value.message
+
+
+def run_cli(capsys, argv):
+    capsys.readouterr()
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_run_model_flag_errors(tmp_path, capsys):
+    cases = [(["--backend", "model"], "needs --model DIR"),
+             (["--check"], "it needs --backend model"),
+             (["--backend", "model", "--model", str(tmp_path / "none")],
+              "no such checkpoint directory"),
+             (["--backend", "model", "--model", str(tmp_path)], "no config.json")]
+    for flags, message in cases:
+        code, _, err = run_cli(capsys, ["run", str(VECTOR_ADD), *flags])
+        assert code == 1 and message in err, (flags, err)
+    (tmp_path / "config.json").write_text("{}")
+    code, _, err = run_cli(capsys, ["run", str(VECTOR_ADD), "--backend", "model", "--model",
+                                    str(tmp_path)])
+    assert code == 1 and "not a compiled QwenGPU checkpoint" in err
+
+
+@pytest.fixture(scope="module")
+def random_checkpoint(tmp_path_factory):
+    """A tiny Qwen3.5 with random weights and the QwenGPU vocabulary (not a QwenGPU)."""
+    from transformers import Qwen3_5ForCausalLM
+
+    from qwengpu.backend_torch.model import FULL, LINEAR, make_config
+    from runtime_helpers import default_protocol
+
+    protocol = default_protocol()
+    config = make_config(2, 32, 64, [LINEAR, FULL], protocol.vocab_size,
+                         linear_num_key_heads=1, linear_num_value_heads=1,
+                         linear_key_head_dim=16, linear_value_head_dim=16,
+                         num_attention_heads=1, num_key_value_heads=1, head_dim=16,
+                         eos_token_id=protocol.eos_id)
+    torch.manual_seed(0)
+    directory = tmp_path_factory.mktemp("random_qwen")
+    Qwen3_5ForCausalLM(config).save_pretrained(directory)
+    protocol.save(directory)
+    return directory
+
+
+def test_a_random_model_is_stopped_at_its_first_token(random_checkpoint, capsys):
+    prompt_length = 1290
+    code, out, err = run_cli(capsys, ["run", str(VECTOR_ADD), "--backend", "model", "--model",
+                                      str(random_checkpoint), "--json"])
+    assert code == 1 and out == ""
+    assert f"error: position {prompt_length}: expected warp.b0=.. (the start of record 0)" \
+        in err or f"error: position {prompt_length + 1}: expected pc.b0=.." in err, err
+    code, _, err = run_cli(capsys, ["run", str(VECTOR_ADD), "--backend", "model", "--model",
+                                    str(random_checkpoint), "--check"])
+    assert code == 1 and "--check: record 0 (warp 0, pc 0) differs" in err, err
+
+
+def test_checkpoint_eos_must_match_the_protocol(random_checkpoint, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(random_checkpoint, copy)
+    for name in ("config.json", "generation_config.json"):
+        path = copy / name
+        if path.exists():
+            data = json.loads(path.read_text())
+            data["eos_token_id"] = 7
+            path.write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, ["run", str(VECTOR_ADD), "--backend", "model", "--model",
+                                    str(copy)])
+    assert code == 1 and "eos_token_id is 7" in err, err

@@ -1,0 +1,141 @@
+"""The launch prompt: replayed by a small independent reader, it must hold the launch.
+
+The expected state comes from the launch file itself (buffers laid out from word 0 in file
+order, grid, block) and docs/isa.md's "State" table, not from the code under test; only the
+machine code is taken from the loader (`launch.instructions`), since encoding PTX is not the
+prompt's job.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runtime_helpers import IDS, RUNNABLE, VECTOR_ADD, launch_of
+from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
+from qwengpu.cli import main
+from qwengpu.dsl.elaborate import load_design
+from qwengpu.runtime.machine_state import DEFAULT_SPEC
+from qwengpu.runtime.prompt import build_prompt, prompt_text
+
+
+def replay(ids, protocol):
+    """Apply a prompt's writes as docs/trace.md describes them: {(name, index): value}."""
+    assert ids[0] == protocol.bos_id and ids[-1] == protocol.trace_id
+    assert ids.count(protocol.trace_id) == 1 and ids.count(protocol.bos_id) == 1
+    staged, scratch, state = {}, set(), {}
+    for token_id in ids[1:-1]:
+        token = protocol.describe(token_id)
+        if token.kind == "init":
+            scratch.add(token.slot)
+        elif token.kind == "stage":
+            staged[token.byte] = token.value
+        else:
+            assert token.kind == "commit", token.text
+            # every slot written before the first commit
+            assert scratch == set(range(protocol.tokens_per_record))
+            assert set(staged) == set(range(protocol.stage_bytes))
+            element = protocol.state_by_name[token.name]
+            value = sum(staged[b] << (8 * b) for b in range(element.bytes))
+            assert value < 1 << element.width, f"{token.text}: stray bits above the width"
+            assert (token.name, token.index) not in state, f"{token.text} written twice"
+            state[token.name, token.index] = value
+    return state
+
+
+def expected_state(launch_file: dict, instructions) -> dict:
+    grid, block = launch_file["grid"], launch_file["block"]
+    memory = [0] * 126
+    words = [value % 2**32 for values in launch_file["buffers"].values() for value in values]
+    memory[:len(words)] = words
+    program = [i.encode() for i in instructions] + [0] * (128 - len(instructions))
+    per_block = -(-block // 4)
+    state = {("prog", (i,)): word for i, word in enumerate(program)}
+    state.update({("mem", (i,)): word for i, word in enumerate(memory)})
+    for warp in range(8):
+        used = warp < grid * per_block
+        state["warp_ctaid", (warp,)] = warp // per_block if used else 0
+        state["warp_tid0", (warp,)] = (warp % per_block) * 4 if used else 0
+        for lane in range(4):
+            tid = (warp % per_block) * 4 + lane
+            state["live", (warp, lane)] = int(used and tid < block)
+            state["pc", (warp, lane)] = 0
+            for reg in range(15):
+                state["regs", (warp, lane, reg)] = 0
+            for pred in range(7):
+                state["preds", (warp, lane, pred)] = 0
+    state.update({("ntid", ()): block, ("nctaid", ()): grid, ("last_warp", ()): 7,
+                  ("halted", ()): 0, ("trap", ()): 0})
+    return state
+
+
+@pytest.mark.parametrize("example", RUNNABLE, ids=IDS)
+def test_prompt_holds_the_launch(example, protocol):
+    launch = launch_of(example)
+    ids = build_prompt(launch, protocol)
+    assert ids == build_prompt(launch, protocol)           # deterministic
+    assert len(ids) < 2048
+    state = replay(ids, protocol)
+    launch_file = json.loads((example / "launch.json").read_text())
+    expected = expected_state(launch_file, launch.instructions)
+    params = {key: value for key, value in state.items() if key[0] == "params"}
+    assert {key: value for key, value in state.items() if key[0] != "params"} == expected
+    assert len(params) == 8
+    # scalar arguments appear among the parameter words; a buffer passes its byte address
+    bases, word = {}, 0
+    for name, values in launch_file["buffers"].items():
+        bases[name], word = 4 * word, word + len(values)
+    for arg in launch_file["args"]:
+        value = bases[arg] if isinstance(arg, str) else arg % 2**32
+        assert value in params.values(), f"argument {arg!r} missing from params"
+
+
+def test_vector_add_parameters_exactly(protocol):
+    state = replay(build_prompt(launch_of(VECTOR_ADD.parent), protocol), protocol)
+    # a, b, c at words 0, 16, 32 (bytes 0, 64, 128), then n = 14
+    assert [state["params", (i,)] for i in range(4)] == [0, 64, 128, 14]
+
+
+def test_prompt_is_short_and_readable(protocol):
+    ids = build_prompt(launch_of(VECTOR_ADD.parent), protocol)
+    text = prompt_text(ids, protocol)
+    lines = text.splitlines()
+    assert lines[0] == "<bos>" and lines[-1] == "<trace>"
+    assert lines[1].startswith("init:warp.b0 ") and lines[1].endswith("init:trap_lane.b0")
+    assert lines[2].endswith(" prog[0]")
+    assert len(lines) == 1 + 1 + 1051 + 1                 # one line per state write
+    # restaging only what changed: far fewer tokens than 8 bytes per element
+    assert len(ids) < 1051 * 2
+
+
+def test_protocol_of_another_spec_is_refused(protocol):
+    wide = TraceProtocol.from_design(load_design(DEFAULT_SPEC, {"LANES": 8, "WARPS": 4}))
+    with pytest.raises(ProtocolError, match="different spec"):
+        build_prompt(launch_of(VECTOR_ADD.parent), wide)
+
+
+def test_hdlc_launch_writes_the_prompt(protocol, tmp_path, capsys):
+    out = tmp_path / "prompt.json"
+    assert main(["launch", str(VECTOR_ADD), "-o", str(out)]) == 0
+    ids = json.loads(out.read_text())["input_ids"]
+    assert ids == build_prompt(launch_of(VECTOR_ADD.parent), protocol)
+    assert "prompt tokens" in capsys.readouterr().err
+    checkpoint = tmp_path / "ckpt"
+    protocol.save(checkpoint)
+    assert main(["launch", str(VECTOR_ADD), "--model", str(checkpoint)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"input_ids": ids}
+    assert main(["launch", str(VECTOR_ADD), "--text"]) == 0
+    assert capsys.readouterr().out.startswith("<bos>\ninit:warp.b0")
+
+
+def test_hdlc_launch_errors(tmp_path, capsys):
+    assert main(["launch", str(tmp_path / "missing.json")]) == 1
+    assert "launch file not found" in capsys.readouterr().err
+    assert main(["launch", str(VECTOR_ADD), "--model", str(tmp_path)]) == 1
+    assert "not a compiled QwenGPU checkpoint" in capsys.readouterr().err
+    too_big = VECTOR_ADD.parents[1] / "too_big" / "launch.json"
+    assert main(["launch", str(too_big)]) == 1
+    assert "registers" in capsys.readouterr().err
+    assert main(["launch", str(VECTOR_ADD), "-o", str(tmp_path / "no" / "dir.json")]) == 1
+    assert "cannot write" in capsys.readouterr().err
