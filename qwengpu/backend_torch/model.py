@@ -17,7 +17,8 @@ What "blank" means, parameter by parameter (checked against transformers 5.24):
   1 (that norm is not zero-centred); the depthwise `conv1d` taps are `[0, 0, 0, 1]`: the *last*
   tap multiplies the current token (`F.conv1d` with left padding `kernel - 1`), the first three
   the three previous tokens;
-- the rotary `inv_freq` buffers are recomputed from the config (deterministic).
+- the rotary `inv_freq` buffers are recomputed from the config (deterministic) and kept in
+  float32 whatever the model dtype, as `from_pretrained` leaves them.
 
 `prefill_logits` runs one forward over the whole sequence (the chunked DeltaNet path);
 `decode_logits` feeds the tokens one at a time through a cache (the recurrent DeltaNet path and
@@ -100,6 +101,8 @@ def blank_model(config: Qwen3_5TextConfig, dtype: torch.dtype | str | None = Non
         for module in model.modules():
             _blank_module(module, config)
     model.to(dtype)
+    # Like `from_pretrained`, keep the (non-persistent) rotary buffers in float32.
+    _blank_module(model.model.rotary_emb, config)
     model.requires_grad_(False)
     model.eval()
     return model

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from qwengpu.backend_torch.gadgets import Parallel
 from qwengpu.backend_torch.gadgets.shift import OPS, ShiftConst, ShiftVar
 from qwengpu.backend_torch.residual import ResidualLayout
 from qwengpu.dsl.semantics import evaluate
@@ -17,7 +18,7 @@ AMOUNTS_32 = list(range(41)) + [63, 64, 255, 256, 0x10000, 0x7FFFFFFF, 0x8000000
 
 
 def shift_reference(op, x, n, bits):
-    return evaluate(op.replace("shr", "shr").replace("sar", "sar"), (x, n), (bits, 32))
+    return evaluate(op, (x, n), (bits, 32))
 
 
 def run_var(bench, dtype_name, op, pairs, bits, amount_digits):
@@ -52,32 +53,18 @@ def test_var_32bit(bench, op, dtype_name):
     assert gadget.cost().units == ({"shl": 1057, "shr": 1057, "sar": 1121}[op], 241)
 
 
+@pytest.mark.parametrize("dtype_name", ["fp32", BF16_XFAIL])
 @pytest.mark.parametrize("op", OPS)
-def test_const_32bit_every_amount(bench, op, dtype_name):
+def test_const_32bit(bench, op, dtype_name):
+    """Six constant amounts (0, 1, 3, 4, 13, 31) side by side in one MLP."""
     rng = random.Random(12)
     values = [0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF] + [rng.getrandbits(32)
                                                          for _ in range(40)]
     layout = ResidualLayout(1024)
     a = layout.alloc_word("a")
     outs = {n: layout.alloc_word(f"out{n}") for n in (0, 1, 3, 4, 13, 31)}
-    gadgets = [ShiftConst(op, a, n, out) for n, out in outs.items()]
-    from qwengpu.backend_torch.gadgets import Gadget
-
-    class Parallel(Gadget):           # several constant shifts sharing one MLP
-        layers = 1
-        name = f"{op}_const"
-
-        def emit(self, writers):
-            for gadget in gadgets:
-                gadget.emit(writers)
-
-        def written(self):
-            return [list(outs.values())]
-
-    bounds = FP32 if dtype_name == "fp32" else dict(max_deviation=0.05, min_margin=0.9)
-    if dtype_name == "bf16":
-        pytest.xfail("bf16 rounding of the thermometer forms (docs/gadgets.md)")
-    run = bench.run(Parallel(), layout, [{a: v} for v in values], bench.DTYPES[dtype_name])
+    gadget = Parallel([ShiftConst(op, a, n, out) for n, out in outs.items()], f"{op}_const")
+    run = bench.run(gadget, layout, [{a: v} for v in values], bench.DTYPES[dtype_name])
     bench.check(run, f"{op}_const_32bit", dtype_name,
                 {out: [shift_reference(op, v, n, 32) for v in values]
-                 for n, out in outs.items()}, **bounds)
+                 for n, out in outs.items()}, **FP32)

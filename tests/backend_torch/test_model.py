@@ -106,3 +106,27 @@ def test_conv_tap_is_the_current_token():
     state = torch.randn(1, weight.shape[0], 4, generator=torch.Generator().manual_seed(2))
     step = qwen.causal_conv1d_update(x[:, :, :1], state, weight, None, activation=None)
     assert torch.equal(step, x[:, :, :1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_save_and_load_round_trip(tmp_path, dtype):
+    """What `from_pretrained` loads is the built model: every tensor, the rotary buffers
+    (float32 in both), and the residual stream."""
+    from transformers import AutoModelForCausalLM
+
+    model = blank_model(tiny_config(), dtype)
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(torch.eye(40, 64))
+        layer(model, 0).mlp.up_proj.weight[0, 0] = 0.5
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=dtype)
+    assert type(loaded) is Qwen3_5ForCausalLM
+    ours, theirs = model.state_dict(), loaded.state_dict()
+    assert ours.keys() == theirs.keys()
+    for key in ours:
+        assert torch.equal(ours[key], theirs[key]), key
+    assert loaded.model.rotary_emb.inv_freq.dtype == torch.float32
+    assert torch.equal(loaded.model.rotary_emb.inv_freq, model.model.rotary_emb.inv_freq)
+    ids = torch.arange(12).reshape(2, 6)
+    assert torch.equal(prefill_logits(loaded, ids, hidden_states=True).final_residual,
+                       prefill_logits(model, ids, hidden_states=True).final_residual)

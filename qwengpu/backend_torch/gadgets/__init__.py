@@ -75,6 +75,23 @@ class Gadget:
         return Cost(self.name, "mlp", self.layers, units, dims)
 
 
+class Parallel(Gadget):
+    """Several gadgets with the same number of layers sharing the same MLPs (and writers)."""
+
+    def __init__(self, gadgets: Sequence[Gadget], name: str = "parallel"):
+        if len({gadget.layers for gadget in gadgets}) != 1:
+            raise ValueError(f"{name}: gadgets with different layer counts")
+        self.gadgets, self.name, self.layers = list(gadgets), name, gadgets[0].layers
+
+    def emit(self, writers: Sequence[MlpWriter]) -> None:
+        for gadget in self.gadgets:
+            gadget.emit(writers)
+
+    def written(self) -> list[list[Live]]:
+        return [sum((gadget.written()[k] for gadget in self.gadgets), [])
+                for k in range(self.layers)]
+
+
 def install(gadget: Gadget, model, layout: ResidualLayout, layers: Sequence[int],
             live: Iterable[Live], unit_start: int = 0) -> list[int]:
     """Add `gadget` into the MLPs of decoder `layers` (one per gadget layer), using units from

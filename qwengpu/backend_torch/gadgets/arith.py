@@ -17,8 +17,8 @@ every `S_i <= 31`, so every carry is 0 or 1.
 3. **sum digits** — digit `i` is `(S_i - 16 generate_i + carry_i) mod 16`, a thermometer of
    16 steps on that form (32 units per digit, one bias unit).
 
-Cost of a 32-bit add or sub: 33 + 17 + 257 units (+2 for a carry out), 3 MLP layers, 40
-temporary dims (8 carry states of 3, 8 carry bits of 2).  `carry_out` is the carry out of the
+Cost of a 32-bit add or sub: 33 + 15 + 257 = 305 units (+2 for a carry out), 3 MLP layers,
+38 temporary dims (8 carry states of 3, 7 carry bits of 2).  `carry_out` is the carry out of the
 top digit (for subtraction: 1 when there is no borrow, i.e. `a >= b` unsigned).
 """
 
@@ -58,7 +58,10 @@ def emit_bit(writer: MlpWriter, form: Form, threshold: float, bit: Group, gap: f
 
 
 class DigitAdder(Gadget):
-    """`out = sum_i 16^i (alpha_i + beta_i)` (+ carry in) for digit forms (see module doc)."""
+    """`out = sum_i 16^i (alpha_i + beta_i)` (+ carry in) for digit forms (see module doc).
+
+    `carry_in` is 0, 1 or a bit group; `out` a word, or per digit a group or None (digits not
+    written, as the multiplier's low half when only the high word is wanted)."""
 
     layers = 3
 

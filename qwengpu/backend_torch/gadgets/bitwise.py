@@ -56,7 +56,7 @@ class BitwiseWords(Gadget):
     def emit(self, writers: Sequence[MlpWriter]) -> None:
         digits = list(zip(self.a.digits, self.b.digits, self.out.digits))
         if self.layers == 1:
-            for i, (x, y, z) in enumerate(digits):
+            for x, y, z in digits:
                 PairLookup(x, y, z, DIGIT_FUNCTIONS[self.op]).emit(writers)
             return
         first, second = writers

@@ -70,21 +70,25 @@ class CompareWords(Gadget):
         first, second = writers
         states = self.states + ([self.signed_top] if self.signed_top else [])
         emit_carry_states(first, self.sums, states)
-        unsigned = lookahead(self.states)
-        signed = lookahead(self.states[:-1] + [self.signed_top]) if self.signed_top else None
-        n = len(self.states)
-        equal = Form()
-        for state in self.states:
-            equal = equal + entries(state, [PROPAGATE])
-        tests = {"hs": (unsigned, -0.5), "hi": (unsigned, 0.5),
-                 "lo": (-unsigned, 0.5), "ls": (-unsigned, -0.5),
-                 "ge": (signed, -0.5), "gt": (signed, 0.5),
-                 "lt": (-signed if signed else None, 0.5),
-                 "le": (-signed if signed else None, -0.5),
-                 "eq": (equal, n - 0.5), "ne": (-equal, 0.5 - n)}
         for op, bit in sorted(self.outputs.items()):
-            form, threshold = tests[op]
+            form, threshold = self._test(op)
             emit_bit(second, form, threshold, bit)
+
+    def _test(self, op: str) -> tuple[Form, float]:
+        """The form and threshold whose step is the bit `op` (D is an integer; see doc)."""
+        if op in EQUALITY:
+            equal = Form()
+            for state in self.states:
+                equal = equal + entries(state, [PROPAGATE])
+            n = len(self.states)
+            return (equal, n - 0.5) if op == "eq" else (-equal, 0.5 - n)
+        top = self.signed_top if op in SIGNED else self.states[-1]
+        difference = lookahead(self.states[:-1] + [top])          # sign of a - b
+        at_least = {"hs": -0.5, "ge": -0.5, "hi": 0.5, "gt": 0.5}     # D >= 0, D > 0
+        at_most = {"lo": 0.5, "lt": 0.5, "ls": -0.5, "le": -0.5}      # D < 0, D <= 0
+        if op in at_least:
+            return difference, at_least[op]
+        return -difference, at_most[op]
 
     def written(self):
         first = self.states + ([self.signed_top] if self.signed_top else [])

@@ -115,8 +115,10 @@ class ShiftVar(Gadget):
         self.op, self.a, self.amount, self.out = op, a, amount, out
         self.name = name or op
         self.width = 4 * len(a.digits)
-        if self.width > 32 or len(amount.digits) < 2 and self.width > 16:
-            raise ValueError(f"{self.name}: words up to 32 bits, amounts of 2+ digits")
+        if self.width > 32:
+            raise ValueError(f"{self.name}: words of at most 32 bits")
+        if 16 ** len(amount.digits) < self.width:
+            raise ValueError(f"{self.name}: the amount cannot express every shift")
         self.bits = [layout.alloc_bit(f"{self.name}.bit{p}") for p in range(self.width)]
 
     def emit(self, writers: Sequence[MlpWriter]) -> None:
