@@ -24,7 +24,7 @@ import torch
 
 from qwengpu.backend_torch.emit import embedding_table, emit_memory, emit_mlp, emit_scratch, \
     lm_head_table
-from qwengpu.backend_torch.gadgets.core import MlpWriter
+from qwengpu.backend_torch.gadgets.core import DRIVES, MlpWriter
 from qwengpu.backend_torch.model import blank_model, make_config
 from qwengpu.backend_torch.plan import Plan, build_plan
 from qwengpu.backend_torch.protocol import TraceProtocol
@@ -74,8 +74,10 @@ def allocate(schedule: Schedule) -> tuple[ResidualLayout, dict[str, Group]]:
     return layout, groups
 
 
-def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32):
-    """A `Qwen3_5ForCausalLM` holding the schedule's weights (built in float32)."""
+def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
+                progress: Callable[[str], None] | None = None):
+    """A `Qwen3_5ForCausalLM` holding the schedule's weights, in `dtype`; `progress` hears
+    about every tenth of the ops."""
     target, plan = schedule.target, schedule.plan
     if plan.estimate:
         raise ValueError("an estimate plan (writes not carried) cannot be built")
@@ -91,18 +93,30 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32):
                          eos_token_id=plan.protocol.eos_id, dtype="float32")
     config.bos_token_id = plan.protocol.bos_id
     config.pad_token_id = plan.protocol.pad_id
-    model = blank_model(config, torch.float32)
+    # Built directly in the checkpoint's dtype (a 2B-shaped model in fp32 would not fit in
+    # memory twice); the MLP units keep the fp32 drive constants in every dtype, so a bf16
+    # checkpoint holds the fp32 design rounded once.
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        model = blank_model(config, dtype)
+    finally:
+        torch.set_default_dtype(previous)
     layout, groups = allocate(schedule)
     hidden, eps = target.hidden_size, target.rms_norm_eps
     sizes = {s.name: s.size for s in plan.protocol.state}
     next_unit: dict[int, int] = {}
     next_head: dict[int, int] = {}
-    for op in plan.ops:
+    step = max(1, len(plan.ops) // 10)
+    for count, op in enumerate(plan.ops):
+        if progress and count and count % step == 0:
+            progress(f"weights: {count} of {len(plan.ops)} ops")
         rms = residual_rms(schedule.hot_entries(op.sublayer), hidden, eps)
         layer = op.layer
         if op.kind == "mlp":
             start = next_unit.get(layer, 0)
-            writer = MlpWriter(model.model.layers[layer].mlp, range(start, start + op.units), rms)
+            writer = MlpWriter(model.model.layers[layer].mlp, range(start, start + op.units), rms,
+                               drive=DRIVES[torch.float32])
             emit_mlp(writer, op, plan, groups)
             used = writer.flush()
             assert used == op.units, (op.name, used, op.units)
@@ -119,7 +133,7 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32):
     with torch.no_grad():
         model.model.embed_tokens.weight.copy_(embedding_table(plan, groups, hidden))
         model.lm_head.weight.copy_(lm_head_table(plan, groups, hidden, final_rms, EMIT_MARGIN))
-    return model.to(dtype)
+    return model
 
 
 def write_checkpoint(compiled: Compiled, model, directory, precision_note: str = "") -> dict:

@@ -94,6 +94,14 @@ def emit_mlp(writer: MlpWriter, op: Op, plan: Plan, groups: dict[str, Group]) ->
         _emit_function(writer, _Operands(plan, groups, spec["operands"]), fn, out)
     elif kind == "fn":
         _emit_function(writer, _Operands(plan, groups, spec["operands"]), spec["fn"], out)
+    elif kind == "luts":
+        fns = []
+        for node in spec["nodes"]:
+            widths = [plan.graph.node(a).width for a in node.args]
+            fns.append(lambda *values, n=node, w=widths: DIGIT_OPS["lut"].evaluate(n, values, w))
+        _emit_function(writer, _Operands(plan, groups, spec["operands"]),
+                       lambda *values: tuple(fn(*values) for fn in fns),
+                       [groups[name] for name in op.outputs])
     else:
         raise ValueError(f"{op.name}: unknown MLP op {kind}")
 
@@ -188,12 +196,25 @@ def _emit_priority(writer, node, ops: _Operands, out: Group) -> None:
         _emit_arm(writer, previous_false, default, out)
 
 
-def _emit_function(writer, ops: _Operands, fn, out: Group) -> None:
+def _emit_function(writer, ops: _Operands, fn, out) -> None:
+    """Rows over every input but the widest; `out` a group, or a list of groups when `fn`
+    returns one value per group (luts sharing their inputs share the AND units)."""
+    if isinstance(out, list):
+        outs = out
+
+        def put_all(values) -> Form:
+            form = Form()
+            for group, value in zip(outs, values):
+                form = form + put(group, value)
+            return form
+    else:
+        def put_all(value) -> Form:
+            return put(out, value)
     items = ops.items
     variable = [i for i, (g, _, _) in enumerate(items) if g is not None]
     base = [value for _, _, value in items]
     if not variable:
-        writer.bias(put(out, fn(*base)))
+        writer.bias(put_all(fn(*base)))
         return
     inner = max(variable, key=lambda i: (len(items[i][1]), -i))
     outer = [i for i in variable if i != inner]
@@ -210,9 +231,9 @@ def _emit_function(writer, ops: _Operands, fn, out: Group) -> None:
             if len(by_output) > 1:
                 terms.append((items[inner][0], ys))
             if not terms:
-                writer.bias(put(out, w))
+                writer.bias(put_all(w))
             else:
-                _step_all(writer, terms, put(out, w))
+                _step_all(writer, terms, put_all(w))
 
 
 def count_units(op: Op, plan: Plan) -> int:

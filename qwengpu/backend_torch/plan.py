@@ -26,8 +26,6 @@ constant.  `schedule.py` places the ops into layers; `emit.py` writes their weig
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
-
 from qwengpu.backend_torch.protocol import TraceProtocol
 from qwengpu.errors import CapacityError, HdlError, Location
 from qwengpu.passes.check_trace_carried import check_trace_carried, field_values
@@ -124,7 +122,29 @@ def build_plan(graph: Graph, protocol: TraceProtocol, estimate: bool = False) ->
     builder.commit()
     builder.step()
     builder.emission()
+    _share_luts(plan)
     return plan
+
+
+def _share_luts(plan: Plan) -> None:
+    """Luts of one region with the same operands become one op whose AND units write every
+    output (a multiplier's low and high partial-product digits)."""
+    members: dict[tuple, list[int]] = {}
+    for position, op in enumerate(plan.ops):
+        if op.kind == "mlp" and op.spec.get("op") == "lut":
+            members.setdefault((op.region, tuple(op.spec["operands"])), []).append(position)
+    drop, merged = set(), {}
+    for (region, operands), positions in members.items():
+        if len(positions) < 2:
+            continue
+        ops = [plan.ops[p] for p in positions]
+        merged[positions[0]] = Op("+".join(op.name for op in ops), "mlp",
+                                  {"op": "luts", "operands": list(operands),
+                                   "nodes": [op.spec["node"] for op in ops]},
+                                  ops[0].inputs, [op.outputs[0] for op in ops], region,
+                                  ops[0].loc)
+        drop.update(positions[1:])
+    plan.ops = [merged.get(p, op) for p, op in enumerate(plan.ops) if p not in drop]
 
 
 def _embedding(plan: Plan) -> None:
@@ -441,5 +461,3 @@ class _Builder:
             plan.emission[label] = out
         plan.emission["kind"] = kind
 
-
-Callable  # re-exported for type hints of "fn" specs

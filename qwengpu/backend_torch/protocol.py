@@ -11,6 +11,8 @@ the format for readers; this docstring is the API for the emitter and the runtim
                                                  commit_token, and .pad_id .unk_id .bos_id
                                                  .trace_id .eos_id)
     protocol.encode_records(records) -> ids      (a trace, ending with eos)
+    protocol.record_slots[i] -> (field, byte);   protocol.following_slot(token_id) -> slot
+                                                 the model emits next (None: output unused)
     protocol.save(dir); TraceProtocol.load(dir)  (protocol.json + tokenizer files)
 
 Token kinds, in id order (ids are dense, 0 .. vocab_size-1, fixed by the design alone):
@@ -31,6 +33,10 @@ Token kinds, in id order (ids are dense, 0 .. vocab_size-1, fixed by the design 
 - `commit`: one token per state element and index (`memory` elements row-major, then
   `register`s, in declaration order), text `mem[5]`, `regs[3][1][4]`, `ntid`: write
   `state[index] <= staged bytes 0 .. ceil(width/8)-1` (little-endian).
+
+The model only ever emits field tokens and `<eos>` (the output after a prompt token is never
+used), so those are the lm_head rows that decide anything; `following_slot` says which slot a
+given input token must be answered with.
 
 Prompt writes therefore do not depend on the DeltaNet conv window: a 64-bit word needs 8 value
 bytes, more than 4 consecutive tokens can carry, so values go through the staging scratch the
@@ -241,6 +247,16 @@ class TraceProtocol:
         """A whole trace (what the model generates after `<trace>`), eos-terminated."""
         ids = [token for record in records for token in self.encode_record(record)]
         return ids + [self.eos_id] if eos else ids
+
+    def following_slot(self, token_id: int) -> int | None:
+        """The record slot the model must emit after reading this token: the next slot of
+        the record, slot 0 after `<trace>` and after a token that closes a record (or
+        `<eos>` there when the machine stops); None where the output is never used (prompt
+        tokens, `<bos>`, `<pad>`, `<unk>`, `<eos>`)."""
+        token = self.describe(token_id)
+        if token_id == self.trace_id or token.closes_record:
+            return 0
+        return token.slot + 1 if token.kind == "field" else None
 
     def slot_of(self, token_id: int) -> int | None:
         """The record slot a field token fills, or None for any other token."""

@@ -164,7 +164,37 @@ def format_schedule(schedule: Schedule) -> str:
                 lines.append(f"  {label:5} {op.name} = {spec}({', '.join(op.inputs)}) -> "
                              f"{', '.join(op.outputs)} [{op.region}, {cost}]{where}")
     lines.append(f"layers {schedule.layers_used}..{target.num_layers - 1}: empty (exact no-ops)")
+    lines += format_breakdown(schedule)
     return "\n".join(lines) + "\n"
+
+
+def format_breakdown(schedule: Schedule, top: int = 12) -> list[str]:
+    """Where the cost comes from: per region, and the HDL lines with the most MLP units and
+    residual dims (what to restructure first when a spec does not fit)."""
+    plan = schedule.plan
+    regions: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    lines_cost: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for op in plan.ops:
+        dims = sum(plan.values[v].size for v in op.outputs)
+        row = regions[op.region]
+        row[0] += 1
+        row[1] += op.units
+        row[2] += op.heads
+        row[3] += dims
+        if op.loc is not None:
+            key = f"{op.loc.file}:{op.loc.line}"
+            lines_cost[key][0] += op.units
+            lines_cost[key][1] += dims
+            lines_cost[key][2] += op.heads
+    out = ["cost by region: " + "; ".join(
+        f"{name} {ops} ops, {units} units, {heads} heads, {dims} dims"
+        for name, (ops, units, heads, dims) in sorted(regions.items()))]
+    ranked = sorted(lines_cost.items(), key=lambda item: (-item[1][0], item[0]))[:top]
+    if ranked:
+        out.append("HDL lines with the most MLP units (units, dims, heads):")
+        out += [f"  {where}: {units} units, {dims} dims, {heads} heads"
+                for where, (units, dims, heads) in ranked]
+    return out
 
 
 def _bar(used: int, total: int, width: int = 20) -> str:

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_schedule(compiled.schedule), end="")
     if args.output:
         dtype = getattr(torch, args.dtype)
-        model = build_model(compiled.schedule, dtype)
+        model = build_model(compiled.schedule, dtype, say)
         say("weights built")
         note = ("float32 (the default; bf16 is written with --dtype bfloat16 once proven "
                 "exact)" if dtype == torch.float32 else "bfloat16 (requested)")

@@ -154,9 +154,11 @@ def _check_prompt(prompt: list[int], launch: Launch, protocol: TraceProtocol) ->
     expected = build_prompt(launch, protocol)
     for position, (want, got) in enumerate(zip(expected, prompt)):
         if want != got:
+            got_text = protocol.describe(got).text if 0 <= got < protocol.vocab_size else \
+                f"token id {got}"
             raise DecodeError(f"position {position}: the stream's prompt is not the prompt of "
                               f"this launch: expected {protocol.describe(want).text}, got "
-                              f"{protocol.describe(got).text if 0 <= got < protocol.vocab_size else got}")
+                              f"{got_text}")
     if len(prompt) != len(expected):
         raise DecodeError(f"position {len(prompt) - 1}: the stream's prompt has {len(prompt)} "
                           f"tokens, the prompt of this launch {len(expected)}")

@@ -21,7 +21,7 @@ and the interpreter start from the same state by construction.
 
 from __future__ import annotations
 
-from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
+from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol, commit_text
 from qwengpu.dsl.netlist import Design
 from qwengpu.runtime.launch import Launch
 from qwengpu.runtime.machine_state import Machine, load_machine, new_simulator
@@ -63,13 +63,26 @@ def build_prompt(launch: Launch, protocol: TraceProtocol,
     the launch was loaded against (specs/qwengpu.hdl)."""
     machine = as_machine(machine)
     check_protocol(protocol, machine)
-    state = initial_state(launch, machine)
+    return state_prompt(protocol, initial_state(launch, machine))
+
+
+def state_prompt(protocol: TraceProtocol, state: dict[str, list[int]]) -> list[int]:
+    """A prompt putting the machine into `state` (every element of the protocol, flat and
+    row-major, a register as a list of one value; values must fit their widths)."""
     ids = [protocol.bos_id]
     ids += [protocol.init_token(name, byte) for name, byte in protocol.record_slots]
     staged = [0] * protocol.stage_bytes
     ids += [protocol.stage_token(byte, 0) for byte in range(protocol.stage_bytes)]
     for element in protocol.state:
-        for index, value in zip(element.indices(), state[element.name]):
+        values = state.get(element.name)
+        if values is None or len(values) != element.size:
+            raise ProtocolError(f"the state for the prompt needs {element.size} values for "
+                                f"{element.name}, it has "
+                                f"{'none' if values is None else len(values)}")
+        for index, value in zip(element.indices(), values):
+            if not 0 <= value < 1 << element.width:
+                raise ProtocolError(f"{commit_text(element.name, index)} = {value} does not "
+                                    f"fit {element.width} bits")
             for byte in range(element.bytes):
                 wanted = value >> (8 * byte) & 0xFF
                 if staged[byte] != wanted:

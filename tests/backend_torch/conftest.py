@@ -62,19 +62,21 @@ class BenchRun:
 
 def run_gadget(gadget: Gadget, layout: ResidualLayout, cases: list[dict], dtype: torch.dtype,
                *, live=None, paths=PATHS, seq_len: int = 16, max_vocab: int = 4096,
-               keep_layers: tuple[int, ...] = ()) -> BenchRun:
+               keep_layers: tuple[int, ...] = (), input_noise: float = 0.0) -> BenchRun:
     """Run `gadget` on `cases` (dicts group/word -> value) in every path; see module doc.
 
     Cases are cut into chunks of at most `max_vocab`; each chunk gets its own model whose
     token `t` embeds case `t`, fed as a `[batch, seq_len]` block of token ids.  The residual
-    after each gadget layer in `keep_layers` (0-based) is kept too."""
+    after each gadget layer in `keep_layers` (0-based) is kept too.  `input_noise` adds seeded
+    uniform noise of that size to every dim of the input groups (inputs that are not quite
+    one-hot, as a gadget's own outputs are)."""
     live = list(live if live is not None else {k for case in cases[:1] for k in case})
     residuals: dict[str, list[torch.Tensor]] = {path: [] for path in paths}
     kept = {layer: {path: [] for path in paths} for layer in keep_layers}
     units: list[int] = []
     for first in range(0, len(cases), max_vocab):
         chunk = cases[first:first + max_vocab]
-        model, units = _bench_model(gadget, layout, chunk, dtype, live)
+        model, units = _bench_model(gadget, layout, chunk, dtype, live, input_noise)
         count = len(chunk)
         width = min(seq_len, count)
         batch = -(-count // width)
@@ -93,13 +95,21 @@ def run_gadget(gadget: Gadget, layout: ResidualLayout, cases: list[dict], dtype:
 
 
 def _bench_model(gadget: Gadget, layout: ResidualLayout, cases: list[dict],
-                 dtype: torch.dtype, live):
+                 dtype: torch.dtype, live, input_noise: float = 0.0):
     units_needed = max(gadget.cost().units)
     intermediate = max(64, -(-units_needed // 64) * 64)
     config = bench_config(layout.hidden_size, gadget.layers, len(cases), intermediate)
     model = blank_model(config, dtype)
     with torch.no_grad():
         table = layout.embed_many({key: [case[key] for case in cases] for key in cases[0]})
+        if input_noise:
+            generator = torch.Generator().manual_seed(len(cases))
+            noise = (torch.rand(table.shape, generator=generator) * 2 - 1) * input_noise
+            inputs = torch.zeros(layout.hidden_size, dtype=torch.bool)
+            for key in cases[0]:
+                for part in (key.digits if isinstance(key, Word) else (key,)):
+                    inputs[part.start:part.stop] = True
+            table += noise * inputs
         model.model.embed_tokens.weight.copy_(table.to(dtype))
     units = install(gadget, model, layout, list(range(gadget.layers)), live)
     return model, units

@@ -5,7 +5,6 @@ its test is a strict xfail that keeps the evidence."""
 import random
 
 import pytest
-import torch
 
 from qwengpu.backend_torch.gadgets.arith import AddWords, SubWords
 from qwengpu.backend_torch.residual import ResidualLayout
@@ -75,3 +74,19 @@ def test_64bit_carry_select(bench):
                                for _ in range(50)]
     gadget, run, outputs = run_add(bench, "fp32", pairs, 64, "add")
     bench.check(run, "add_64bit", "fp32", outputs, **FP32)
+
+
+def test_noisy_inputs_are_restored(bench):
+    """Inputs off their one-hot values by up to 1e-3 in every dim still give outputs as clean
+    as exact inputs do: the steps are restoring, so errors do not pass through."""
+    layout = ResidualLayout(512)
+    a, b, out = (layout.alloc_word(n) for n in ("a", "b", "out"))
+    carry = layout.alloc_bit("carry_out")
+    gadget = SubWords(layout, a, b, out, carry_out=carry)
+    pairs = word_pairs(34, 200)
+    run = bench.run(gadget, layout, [{a: x, b: y} for x, y in pairs], bench.DTYPES["fp32"],
+                    input_noise=1e-3)
+    expected = {out: [(x - y) & 0xFFFFFFFF for x, y in pairs],
+                carry: [int(x >= y) for x, y in pairs]}
+    figures = bench.check(run, "sub_32bit_noisy_inputs", "fp32", expected, **FP32)
+    assert figures["max_deviation"] < 1e-4

@@ -53,18 +53,36 @@ def test_var_32bit(bench, op, dtype_name):
     assert gadget.cost().units == ({"shl": 1057, "shr": 1057, "sar": 1121}[op], 241)
 
 
-@pytest.mark.parametrize("dtype_name", ["fp32", BF16_XFAIL])
-@pytest.mark.parametrize("op", OPS)
-def test_const_32bit(bench, op, dtype_name):
-    """Six constant amounts (0, 1, 3, 4, 13, 31) side by side in one MLP."""
+def run_const(bench, op, dtype_name, hidden, pads):
+    """Six constant amounts (0, 1, 3, 4, 13, 31) side by side in one MLP; `pads` extra bit
+    groups (held at 1) set the residual's rms."""
     rng = random.Random(12)
     values = [0, 1, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF] + [rng.getrandbits(32)
                                                          for _ in range(40)]
-    layout = ResidualLayout(1024)
+    layout = ResidualLayout(hidden)
     a = layout.alloc_word("a")
+    padding = [layout.alloc_bit(f"pad{i}") for i in range(pads)]
     outs = {n: layout.alloc_word(f"out{n}") for n in (0, 1, 3, 4, 13, 31)}
     gadget = Parallel([ShiftConst(op, a, n, out) for n, out in outs.items()], f"{op}_const")
-    run = bench.run(gadget, layout, [{a: v} for v in values], bench.DTYPES[dtype_name])
-    bench.check(run, f"{op}_const_32bit", dtype_name,
-                {out: [shift_reference(op, v, n, 32) for v in values]
-                 for n, out in outs.items()}, **FP32)
+    cases = [{a: v, **{pad: 1 for pad in padding}} for v in values]
+    run = bench.run(gadget, layout, cases, bench.DTYPES[dtype_name])
+    return layout.rms([a, *padding]), run, {out: [shift_reference(op, v, n, 32) for v in values]
+                                            for n, out in outs.items()}
+
+
+@pytest.mark.parametrize("dtype_name", ["fp32", BF16_XFAIL])
+@pytest.mark.parametrize("op", OPS)
+def test_const_32bit(bench, op, dtype_name):
+    rms, run, expected = run_const(bench, op, dtype_name, 1000, 5)
+    bench.check(run, f"{op}_const_32bit", dtype_name, expected, **FP32)
+
+
+def test_const_32bit_bf16_exact_with_power_of_two_rms(bench):
+    """Evidence for docs/gadgets.md: when the residual's rms is a power of two (here 1/8,
+    1024 dims, 16 hot entries), bf16 weights and normalised inputs are exact, the
+    pre-activations are exact bf16 integers, and the thermometer is exact in bf16."""
+    rms, run, expected = run_const(bench, "sar", "bf16", 1024, 7)
+    assert abs(rms - 0.125) < 1e-4
+    figures = bench.check(run, "sar_const_32bit_pow2_rms", "bf16", expected,
+                          max_deviation=1e-6, min_margin=0.999999)
+    assert figures["wrong_cases"] == 0

@@ -17,7 +17,7 @@ from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
 from qwengpu.cli import main
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.runtime.machine_state import DEFAULT_SPEC
-from qwengpu.runtime.prompt import build_prompt, prompt_text
+from qwengpu.runtime.prompt import build_prompt, initial_state, prompt_text, state_prompt
 
 
 def replay(ids, protocol):
@@ -139,3 +139,12 @@ def test_hdlc_launch_errors(tmp_path, capsys):
     assert "registers" in capsys.readouterr().err
     assert main(["launch", str(VECTOR_ADD), "-o", str(tmp_path / "no" / "dir.json")]) == 1
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_state_prompt_refuses_incomplete_or_wide_state(protocol):
+    state = initial_state(launch_of(VECTOR_ADD.parent))
+    assert state_prompt(protocol, state) == build_prompt(launch_of(VECTOR_ADD.parent), protocol)
+    with pytest.raises(ProtocolError, match="needs 126 values for mem, it has none"):
+        state_prompt(protocol, {k: v for k, v in state.items() if k != "mem"})
+    with pytest.raises(ProtocolError, match=r"pc\[0\]\[1\] = 128 does not fit 7 bits"):
+        state_prompt(protocol, {**state, "pc": [0, 128] + [0] * 30})

@@ -76,6 +76,17 @@ def test_token_meanings(protocol):
         protocol.describe(protocol.vocab_size)
 
 
+def test_following_slot(protocol):
+    slots = protocol.record_slots
+    assert slots[0] == ("warp", 0) and slots[7] == ("rval0", 0) and slots[50] == ("trap_lane", 0)
+    assert protocol.following_slot(protocol.trace_id) == 0
+    assert protocol.following_slot(protocol.token_id("warp.b0=03")) == 1
+    assert protocol.following_slot(protocol.token_id("rval0.b3=ff")) == 11
+    assert protocol.following_slot(protocol.token_id("trap_lane.b0=01")) == 0
+    for text in ("<bos>", "<eos>", "init:warp.b0", "set.b0=00", "mem[0]"):
+        assert protocol.following_slot(protocol.token_id(text)) is None
+
+
 def test_encode_record_is_little_endian_bytes_in_emit_order(protocol):
     record = {name: 0 for name, _ in RECORD_TABLE}
     record.update(warp=5, rval2=0x12345678, trap_lane=3)

@@ -34,7 +34,7 @@ from typing import Sequence
 
 from qwengpu.backend_torch.gadgets import Gadget
 from qwengpu.backend_torch.gadgets.arith import DigitAdder
-from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, bit_of, const, entries, put, \
+from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, bit_of, const, put, \
     put_analog, value_of
 from qwengpu.backend_torch.residual import Group, ResidualLayout, Word
 

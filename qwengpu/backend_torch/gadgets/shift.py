@@ -29,11 +29,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from qwengpu.backend_torch.gadgets import Gadget
-from qwengpu.backend_torch.gadgets.arith import emit_bit
 from qwengpu.backend_torch.gadgets.bitwise import emit_digits_from_bits
 from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, bit_of, const, entries, put, \
     weighted
-from qwengpu.backend_torch.residual import Group, ResidualLayout, Word
+from qwengpu.backend_torch.residual import ResidualLayout, Word
 
 OPS = ("shl", "shr", "sar")
 
