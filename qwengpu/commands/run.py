@@ -27,10 +27,6 @@ NAME = "run"
 HELP = "run a kernel launch (a launch .json file) and print its buffers"
 
 
-class BackendUnavailable(UserError):
-    """A backend that this version cannot run yet."""
-
-
 def _run_sim(launch: Launch, args: argparse.Namespace) -> LaunchResult:
     return run_launch_sim(launch, max_records=args.max_records)
 

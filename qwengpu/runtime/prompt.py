@@ -16,7 +16,8 @@ and index (qwengpu/backend_torch/protocol.py states the guarantees the emitter m
 Every element is written, also those that start at 0: an unwritten DeltaNet slot reads as
 the zero vector, not as the encoding of 0.  The initial state is taken from the reference
 interpreter's launch filling (`qwengpu.runtime.machine_state.new_simulator`), so the prompt
-and the interpreter start from the same state by construction.
+and the interpreter start from the same state by construction.  `state_prompt` builds the
+prompt of any given state (tests of the compiled machine that start it mid-program).
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ def test_cli_user_errors_exit_1_without_a_traceback(tmp_path, capsys):
     assert code == 1 and "launch file not found" in err and "Traceback" not in err
     path = write_launch(tmp_path, GOOD)
     code, out, err = run_cli(capsys, path, "--backend", "model")
-    assert code == 1 and "not available yet" in err
+    assert code == 1 and "needs --model DIR" in err
     code, out, err = run_cli(capsys, path, "--max-records", "3")
     assert code == 1 and "did not finish within 3 records" in err
 
