@@ -116,7 +116,7 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
         if op.kind == "mlp":
             start = next_unit.get(layer, 0)
             writer = MlpWriter(model.model.layers[layer].mlp, range(start, start + op.units), rms,
-                               drive=DRIVES[torch.float32])
+                               drive=DRIVES.get(dtype, DRIVES[torch.float32]))
             emit_mlp(writer, op, plan, groups)
             used = writer.flush()
             assert used == op.units, (op.name, used, op.units)

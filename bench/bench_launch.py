@@ -1,0 +1,94 @@
+"""Benchmark: example kernels on the reference interpreter and on a compiled model, side by side.
+
+    python bench/bench_launch.py                        # interpreter only
+    python bench/bench_launch.py --model DIR            # and the compiled checkpoint in DIR
+    python bench/bench_launch.py --model DIR --kernels vector_add,saxpy_int --device cuda
+
+For each kernel it prints records, tokens per record, records/s and thread-instructions/s (a
+thread-instruction is one active lane of one record) for both backends, run one after the
+other in this process, and whether the model's buffers equal the interpreter's. With a model
+it also prints the checkpoint's nonzero weights per layer. Figures depend on the machine: quote
+them with the machine named, or as ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_KERNELS = ["vector_add", "saxpy_int", "bit_ops", "divergent_if", "sum_to_tid"]
+
+
+def thread_instructions(records: list[dict[str, int]]) -> int:
+    return sum(bin(record["active"]).count("1") for record in records)
+
+
+def time_interpreter(launch, repeats: int) -> tuple[object, float]:
+    from qwengpu.runtime.launch import run_launch_sim
+
+    run_launch_sim(launch)                                  # warm the compiled step function
+    started = time.perf_counter()
+    for _ in range(repeats):
+        result = run_launch_sim(launch)
+    return result, (time.perf_counter() - started) / repeats
+
+
+def nonzeros_per_layer(model_dir: Path) -> dict[str, int]:
+    from safetensors import safe_open
+
+    counts: dict[str, int] = defaultdict(int)
+    for path in sorted(model_dir.glob("*.safetensors")):
+        with safe_open(str(path), framework="pt") as tensors:
+            for name in tensors.keys():
+                parts = name.split(".")
+                key = f"layer {int(parts[3]):2d}" if "layers" in parts else parts[-2]
+                counts[key] += int((tensors.get_tensor(name) != 0).sum())
+    return dict(sorted(counts.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, help="a checkpoint written by hdlc compile")
+    parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS))
+    parser.add_argument("--device", default=None, help="torch device for the model (cpu, cuda)")
+    parser.add_argument("--repeats", type=int, default=20, help="interpreter repetitions")
+    args = parser.parse_args(argv)
+
+    from qwengpu.runtime.launch import load_launch
+
+    print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
+    header = (f"{'kernel':<14} {'backend':<12} {'records':>8} {'tok/rec':>8} {'records/s':>11} "
+              f"{'thread-instr/s':>15} {'seconds':>9}  same")
+    print(header)
+    print("-" * len(header))
+    for name in args.kernels.split(","):
+        launch = load_launch(ROOT / "examples" / name / "launch.json")
+        sim, seconds = time_interpreter(launch, args.repeats)
+        count = len(sim.records)
+        print(f"{name:<14} {'interpreter':<12} {count:>8} {'-':>8} {count / seconds:>11.1f} "
+              f"{thread_instructions(sim.records) / seconds:>15.1f} {seconds:>9.4f}  -")
+        if args.model:
+            from qwengpu.runtime.model_backend import run_launch_model
+
+            result = run_launch_model(launch, args.model, progress=False, device=args.device)
+            same = result.buffers == sim.buffers and result.records == sim.records
+            records = len(result.records)
+            print(f"{'':<14} {'model':<12} {records:>8} {result.tokens / max(records, 1):>8.1f} "
+                  f"{records / result.seconds:>11.3f} "
+                  f"{thread_instructions(result.records) / result.seconds:>15.3f} "
+                  f"{result.seconds:>9.2f}  {'yes' if same else 'NO'}")
+            print(f"{'':<14} {'ratio':<12} interpreter is {result.seconds / seconds:,.0f}x faster")
+    if args.model:
+        print("\nnonzero weights per layer:")
+        print(json.dumps(nonzeros_per_layer(args.model), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
