@@ -104,7 +104,7 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
         torch.set_default_dtype(previous)
     layout, groups = allocate(schedule)
     hidden, eps = target.hidden_size, target.rms_norm_eps
-    sizes = {s.name: s.size for s in plan.protocol.state}
+    sizes = {s.name: s.size for s in plan.stores}
     next_unit: dict[int, int] = {}
     next_head: dict[int, int] = {}
     step = max(1, len(plan.ops) // 10)
@@ -116,7 +116,7 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
         if op.kind == "mlp":
             start = next_unit.get(layer, 0)
             writer = MlpWriter(model.model.layers[layer].mlp, range(start, start + op.units), rms,
-                               drive=DRIVES.get(dtype, DRIVES[torch.float32]))
+                               drive=DRIVES[torch.float32])
             emit_mlp(writer, op, plan, groups)
             used = writer.flush()
             assert used == op.units, (op.name, used, op.units)

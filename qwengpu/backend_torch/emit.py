@@ -55,6 +55,32 @@ def _entries(group: Group, values) -> Form:
     return entries(group, [v for v in values if 0 <= v < group.size])
 
 
+CONSTANT_GROUP = "tok.bos"       # one hot entry on every token: its dims sum to exactly 1
+
+
+def step(writer: MlpWriter, form, threshold: float, output, gap: float = 0.5) -> None:
+    """`MlpWriter.step` with the pair's offset `B` read from a constant group instead of ONE.
+
+    The two units of a restoring step differ only by `B` in their pre-activation.  Written on
+    ONE, `B` is added to a constant of the size of `scale * threshold`, and both are rounded
+    separately in bf16 (a threshold of 30 puts the constant near 4000, where bf16's spacing is
+    32 and `B` is 48): the step's output would be 1 +- 0.7.  Here the large part is the same
+    in both rows (rounded the same way, cancelling in the difference) and `+-B/2` comes from
+    the dims of `tok.bos` (whose entries sum to 1 on every token), so the output is 1 within
+    bf16's relative precision."""
+    drive = writer.drive
+    scale = drive.kappa / gap
+    base = Form(form) * scale + const(-scale * threshold)
+    constant = writer.constant_group
+    half = Form({constant.dim(v): drive.step_b / 2 / constant.scale
+                 for v in range(constant.size)})
+    plus, minus = writer._take(2)
+    for unit, gate, sign in ((plus, base + half, 1.0), (minus, base - half, -1.0)):
+        writer._row(writer._gate, unit, gate)
+        writer._row(writer._up, unit, const(1.0))
+        writer._column(unit, Form(output) * (sign / drive.step_b))
+
+
 def _step_all(writer: MlpWriter, terms: list[tuple[Group, set]], output: Form) -> None:
     """`output` when every (group, accepted values) term holds; no terms: always."""
     if not terms:
@@ -63,7 +89,7 @@ def _step_all(writer: MlpWriter, terms: list[tuple[Group, set]], output: Form) -
     form = Form()
     for group, accepted in terms:
         form = form + _entries(group, accepted)
-    writer.step(form, len(terms) - 0.5, output)
+    step(writer, form, len(terms) - 0.5, output)
 
 
 def emit_mlp(writer: MlpWriter, op: Op, plan: Plan, groups: dict[str, Group]) -> None:
@@ -71,6 +97,7 @@ def emit_mlp(writer: MlpWriter, op: Op, plan: Plan, groups: dict[str, Group]) ->
     spec = op.spec
     out = groups[op.outputs[0]]
     kind = spec["op"]
+    writer.constant_group = groups[CONSTANT_GROUP]
     if kind == "sum":
         _emit_sum(writer, spec["node"], _Operands(plan, groups, spec["operands"]), out)
     elif kind == "carry":
@@ -123,8 +150,8 @@ def _emit_sum(writer, node, ops: _Operands, out: Group) -> None:
     writer.bias(put(out, table(totals[0])))
     for s, t in zip(totals, totals[1:]):
         if table(s) != table(t):
-            writer.step(form, (s + t) / 2, put(out, table(t)) - put(out, table(s)),
-                        gap=(t - s) / 2)
+            step(writer, form, (s + t) / 2, put(out, table(t)) - put(out, table(s)),
+                 gap=(t - s) / 2)
 
 
 def _emit_carry(writer, ops: _Operands, out: Group) -> None:
@@ -236,9 +263,30 @@ def _emit_function(writer, ops: _Operands, fn, out) -> None:
                 _step_all(writer, terms, put_all(w))
 
 
+BF16_SAFE_RANGE = 16
+
+
+def bf16_risks(plan: Plan) -> list[tuple[Op, int]]:
+    """`sum` ops whose reachable totals span more than `BF16_SAFE_RANGE`: their far steps
+    have pre-activations too large for bf16 gate outputs (measured: the multiplier column
+    sums of tests/backend_torch/specs/alu_mix.hdl fail in bf16, pass in fp32)."""
+    risks = []
+    for op in plan.ops:
+        if op.spec.get("op") != "sum":
+            continue
+        node = op.spec["node"]
+        domains = [(o[1],) if o[0] == "c" else plan.values[o[1]].domain
+                   for o in op.spec["operands"]]
+        totals = sum_values(node.terms, domains)
+        if max(totals) - min(totals) > BF16_SAFE_RANGE:
+            risks.append((op, max(totals) - min(totals)))
+    return risks
+
+
 def count_units(op: Op, plan: Plan) -> int:
     """The MLP units op `op` takes (its emitter run on a counting writer)."""
-    groups = {name: Group(name, 0, plan.values[name].size) for name in op.inputs + op.outputs}
+    names = op.inputs + op.outputs + [CONSTANT_GROUP]
+    groups = {name: Group(name, 0, plan.values[name].size) for name in names}
     writer = MlpWriter(None, range(1 << 30), 1.0)
     emit_mlp(writer, op, plan, groups)
     return writer.flush()
@@ -306,7 +354,7 @@ def embedding_table(plan: Plan, groups: dict[str, Group], hidden: int) -> torch.
     table = torch.zeros(protocol.vocab_size, hidden, dtype=torch.float64)
     table[:, 0] = 1.0
     for token_id in range(protocol.vocab_size):
-        for name, value in embedding_values(protocol, token_id).items():
+        for name, value in embedding_values(plan, token_id).items():
             table[token_id, groups[name].dim(value)] = groups[name].scale
     return table
 

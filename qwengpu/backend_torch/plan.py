@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.backend_torch.stores import Store, commit_target, const_index, index_digits, \
+    plan_stores, store_of
 from qwengpu.errors import CapacityError, HdlError, Location
 from qwengpu.passes.check_trace_carried import check_trace_carried, field_values
 from qwengpu.passes.digits import DIGIT_OPS
@@ -72,6 +74,7 @@ class Plan:
     emission: dict[str, str] = field(default_factory=dict)   # kind/lo/hi -> value
     slot_digits: list[list[tuple[str, int]]] = field(default_factory=list)
     estimate: bool = False
+    stores: list = field(default_factory=list)
 
     def value(self, name: str, size: int, domain=None, loc=None) -> str:
         if name not in self.values:
@@ -116,6 +119,7 @@ def build_plan(graph: Graph, protocol: TraceProtocol, estimate: bool = False) ->
         check_trace_carried(graph)
     plan = Plan(protocol, graph)
     plan.estimate = estimate
+    plan.stores = plan_stores(graph, protocol, MODE_COMMIT)
     _embedding(plan)
     builder = _Builder(plan)
     builder.scratch()
@@ -151,15 +155,16 @@ def _embedding(plan: Plan) -> None:
     p = plan.protocol
     sizes = {"tok.rslot": p.tokens_per_record + 1, "tok.sslot": p.stage_bytes + 1,
              "tok.lo": 16, "tok.hi": 16, "tok.bos": 2,
-             "tok.mode": MODE_COMMIT + len(p.state),
-             "tok.cidx": max([s.size for s in p.state] + [1]),
+             "tok.mode": MODE_COMMIT + len(plan.stores),
+             "tok.cidx": max([s.size for s in plan.stores] + [1]),
              "tok.next": p.tokens_per_record}
     for name, size in sizes.items():
         plan.embedding.append(plan.value(name, size))
 
 
-def embedding_values(protocol: TraceProtocol, token_id: int) -> dict[str, int]:
+def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
     """What each embedding value holds on token `token_id` (see `_embedding`)."""
+    protocol = plan.protocol
     token = protocol.describe(token_id)
     slots = protocol.tokens_per_record
     held = {"tok.rslot": slots, "tok.sslot": protocol.stage_bytes, "tok.lo": 0, "tok.hi": 0,
@@ -177,12 +182,9 @@ def embedding_values(protocol: TraceProtocol, token_id: int) -> dict[str, int]:
     if token.id == protocol.bos_id:
         held["tok.bos"], held["tok.mode"] = 1, MODE_BOS
     if token.kind == "commit":
-        element = protocol.state_by_name[token.name]
-        held["tok.mode"] = MODE_COMMIT + protocol.state.index(element)
-        flat = 0
-        for size, position in zip(element.shape, token.index):
-            flat = flat * size + position
-        held["tok.cidx"] = flat
+        store, flat = commit_target(plan.stores, protocol.state_by_name[token.name],
+                                    token.index)
+        held["tok.mode"], held["tok.cidx"] = store.mode, flat
     return held
 
 
@@ -285,47 +287,60 @@ class _Builder:
         self.memo[key] = result
         return result
 
+    def store_and_index(self, region: str, node, args) -> tuple[Store, list, tuple]:
+        """The store a read or write addresses, and its local index operands and groups."""
+        element = self.protocol.state_by_name[node.state]
+        if element.kind == "register":
+            return store_of(self.plan.stores, element.name, ()), [], ()
+        dims = index_digits(node, args)
+        bank_dims = next(s for s in self.plan.stores if s.element == element.name).bank_dims
+        bank = tuple(const_index(self.graph, dims[d]) for d in bank_dims)
+        store = store_of(self.plan.stores, element.name, bank)
+        local = [d for i, d in enumerate(dims) if i not in bank_dims]
+        operands = [self.operand(region, a) for digits in local for a in digits]
+        return store, operands, tuple(len(digits) for digits in local)
+
     def state_port(self, region: str, node) -> list[str]:
-        """A read port (one memory replica) of `node.state` at the node's index."""
-        name = node.state
-        element = self.protocol.state_by_name[name]
-        operands = tuple(self.operand(region, a) for a in node.args)
-        key = (region, name, operands)
+        """A read port (one memory replica) of the store `node` reads."""
+        store, operands, groups = self.store_and_index(region, node, node.args)
+        name = store.name
+        key = (region, name, tuple(operands))
         if key in self.ports:
             return self.ports[key]
         query = ("fixed", 0)
-        if element.kind == "memory":
-            query = ("value", self.flat_index(region, name, node, operands))
-        width = element.width
+        if store.kind == "memory":
+            query = ("value", self.flat_index(region, store, groups, operands, node.loc))
+        width = store.width
         tag = f"{region[0]}.{name}.r{len([k for k in self.ports if k[1] == name])}"
         outputs = [self.plan.value(f"{tag}.d{d}", 1 << _digit_bits(width, d), loc=node.loc)
                    for d in range(-(-width // 4))]
-        spec, inputs = self.memory_writes(name)
+        spec, inputs = self.memory_writes(store)
         spec = dict(spec, query=query)
         inputs = inputs + ([query[1]] if query[0] == "value" else [])
         heads = -(-sum(self.plan.values[v].size for v in outputs) // HEAD_DIM)
-        banks = -(-(element.size + 1) // HEAD_DIM)
+        banks = -(-(store.size + 1) // HEAD_DIM)
         if banks > 1 and not self.plan.estimate:
-            raise CapacityError(f"memory {name} has {element.size} elements; one DeltaNet head "
-                                f"holds {HEAD_DIM - 1} (banked memories are not built yet)",
-                                node.loc)
+            raise CapacityError(f"memory {node.state} has {store.size} elements per bank; one "
+                                f"DeltaNet head holds {HEAD_DIM - 1} (no index dimension is "
+                                "constant in every access, so it cannot be banked)", node.loc)
         heads *= banks
         self.plan.add(Op(tag, "memory", spec, inputs, outputs,
                          "commit" if region == "commit" else "state", node.loc, heads=heads))
         self.ports[key] = outputs
         return outputs
 
-    def flat_index(self, region: str, name: str, node, operands) -> str:
-        """A value holding the flat element index (or `size` when out of range)."""
-        element = self.protocol.state_by_name[name]
-        groups = node.groups or (1,) * len(node.args)
+    def flat_index(self, region: str, store: Store, groups, operands, loc) -> str:
+        """A value holding the store's flat local index (or `size` when out of range)."""
         if len(operands) == 1 and operands[0][0] == "v" and \
-                max(self.plan.values[operands[0][1]].domain) < element.size:
+                max(self.plan.values[operands[0][1]].domain) < store.size:
             return operands[0][1]
-        shape, domains = element.shape, []
+        shape, domains = store.shape, []
         for o in operands:
             domains.append((o[1],) if o[0] == "c" else self.plan.values[o[1]].domain)
+        name = store.name
 
+        class element:        # the names the code below reads
+            size = store.size
         def flat(*digits):
             position, flat_index = 0, 0
             for size, count in zip(shape, groups):
@@ -339,11 +354,11 @@ class _Builder:
         if spare and element.size >= HEAD_DIM and not self.plan.estimate:
             raise CapacityError(f"memory {name} has {element.size} elements and this index can "
                                 f"be out of range: a DeltaNet head holds {HEAD_DIM - 1} "
-                                "elements and the spare slot out-of-range reads use", node.loc)
+                                "elements and the spare slot out-of-range reads use", loc)
         out = f"{region[0]}.{name}.index{len(self.ports)}"
-        self.plan.value(out, element.size + 1 if spare else element.size, loc=node.loc)
+        self.plan.value(out, element.size + 1 if spare else element.size, loc=loc)
         self.plan.add(Op(out, "mlp", {"op": "fn", "operands": list(operands), "fn": flat},
-                         operand_values(operands), [out], region, node.loc))
+                         operand_values(operands), [out], region, loc))
         return out
 
     # -- the commit region ----------------------------------------------------------------------
@@ -351,50 +366,48 @@ class _Builder:
         for write_id, write in self.graph.items():
             if write.op != "write":
                 continue
-            if write.state in self.writes_of and self.plan.estimate:
-                self.extra_writes.append(write_id)
+            store, operands, groups = self.store_and_index("commit", write, write.args)
+            if store.name in self.writes_of and self.plan.estimate:
+                self.extra_writes.append((write_id, store, operands, groups))
                 continue
-            if write.state in self.writes_of:
+            if store.name in self.writes_of:
                 raise CapacityError(
-                    f"{write.state} is written by more than one write per step; the compiled "
-                    f"model commits one write per state element and record (first at "
-                    f"{self.graph.node(self.writes_of[write.state]).loc})", write.loc)
-            self.writes_of[write.state] = write_id
-        for element in self.protocol.state:
-            if element.name in self.writes_of:
-                self.write_port(element, self.writes_of[element.name], element.name)
-        for count, write_id in enumerate(self.extra_writes):
-            element = self.protocol.state_by_name[self.graph.node(write_id).state]
-            self.write_port(element, write_id, f"{element.name}#{count + 1}")
+                    f"{store.name} is written by more than one write per step (and no index "
+                    "dimension is constant in every write, so banks cannot separate them); the "
+                    "compiled model commits one write per store and record (first at "
+                    f"{self.graph.node(self.writes_of[store.name][0]).loc})", write.loc)
+            self.writes_of[store.name] = (write_id, store, operands, groups)
+        for store in self.plan.stores:
+            if store.name in self.writes_of:
+                self.write_port(*self.writes_of[store.name], store.name)
+        for count, (write_id, store, operands, groups) in enumerate(self.extra_writes):
+            self.write_port(write_id, store, operands, groups, f"{store.name}#{count + 1}")
 
-    def write_port(self, element, write_id: int, name: str) -> None:
+    def write_port(self, write_id: int, store: Store, index_operands, index_groups,
+                   name: str) -> None:
         plan = self.plan
         write = self.graph.node(write_id)
         groups = write.groups or (1,) * len(write.args)
-        operands = [self.operand("commit", a) for a in write.args]
-        enable = operands[0]
-        data = operands[len(operands) - groups[-1]:]
-        mode = MODE_COMMIT + self.protocol.state.index(element)
-        digits = -(-element.width // 4)
+        enable = self.operand("commit", write.args[0])
+        data = [self.operand("commit", a) for a in write.args[len(write.args) - groups[-1]:]]
+        mode = store.mode
+        digits = -(-store.width // 4)
         # data: staged bytes on its commit token, 0 on <bos>, the commit cone otherwise
         for d in range(digits):
-            bits = _digit_bits(element.width, d)
+            bits = _digit_bits(store.width, d)
             out = plan.value(f"wr.{name}.d{d}", 1 << bits, loc=write.loc)
             cone = data[d] if d < len(data) else ("c", 0)
             staged = ("v", self.stage_digit[(d // 2, d % 2)])
             self._choose(out, [((mode,), staged), ((MODE_BOS,), ("c", 0))], cone, write.loc)
-        index_operands = operands[1:len(operands) - groups[-1]]
         index = None
-        if element.kind == "memory":
-            fake = type("N", (), {"groups": groups[1:-1], "args": write.args[1:-1],
-                                  "loc": write.loc})
-            index = self.flat_index("commit", element.name, fake, index_operands)
-            out = plan.value(f"wr.{name}.idx", max(element.size,
-                                                      plan.values[index].size), loc=write.loc)
+        if store.kind == "memory":
+            index = self.flat_index("commit", store, index_groups, index_operands, write.loc)
+            out = plan.value(f"wr.{name}.idx", max(store.size, plan.values[index].size),
+                             loc=write.loc)
             self._choose(out, [((mode,), ("v", "tok.cidx"))], ("v", index), write.loc)
         # enable: its commit token, or a record close whose write is enabled and in range
         en_operands = [("v", "tok.mode"), enable] + ([("v", index)] if index else [])
-        size = element.size
+        size = store.size
 
         def en(m, e, i=0):
             return int(m == mode or (m == MODE_CLOSE and e == 1 and i < size))
@@ -408,19 +421,18 @@ class _Builder:
                                       "arms": arms, "default": default},
                          operand_values(operands), [out], "commit", loc))
 
-    def memory_writes(self, name: str) -> tuple[dict, list[str]]:
-        """The write side every replica of `name` shares: key, value digits and enable."""
-        element = self.protocol.state_by_name[name]
-        digits = -(-element.width // 4)
-        mode = MODE_COMMIT + self.protocol.state.index(element)
+    def memory_writes(self, store: Store) -> tuple[dict, list[str]]:
+        """The write side every replica of `store` shares: key, value digits and enable."""
+        name = store.name
+        digits = -(-store.width // 4)
         if name in self.writes_of:
             values = [f"wr.{name}.d{d}" for d in range(digits)]
-            address = ("value", f"wr.{name}.idx") if element.kind == "memory" else ("fixed", 0)
+            address = ("value", f"wr.{name}.idx") if store.kind == "memory" else ("fixed", 0)
             when = [(f"wr.{name}.en", (1,))]
         else:
             values = [self.stage_digit[(d // 2, d % 2)] for d in range(digits)]
-            address = ("value", "tok.cidx") if element.kind == "memory" else ("fixed", 0)
-            when = [("tok.mode", (mode,))]
+            address = ("value", "tok.cidx") if store.kind == "memory" else ("fixed", 0)
+            when = [("tok.mode", (store.mode,))]
         inputs = values + [w for w, _ in when] + ["tok.bos"]
         if address[0] == "value":
             inputs.append(address[1])

