@@ -17,7 +17,7 @@ from qwengpu.commands.check import add_parameter_option, parse_overrides
 from qwengpu.errors import CapacityError, Location
 from qwengpu.isa import Instruction, Trap, format_instruction
 from qwengpu.isa.asm import AsmProgram, assemble_file
-from qwengpu.runtime.machine_state import (LaunchResult, load_machine, new_simulator,
+from qwengpu.runtime.machine_state import (MachineRun, load_machine, new_simulator,
                                            run_simulator, signed_word, warps_per_block)
 
 NAME = "sim"
@@ -86,7 +86,7 @@ def _instruction_text(program: list[Instruction], pc: int) -> str:
     return format_instruction(instruction)
 
 
-def format_trace(result: LaunchResult, program: list[Instruction], lanes: int) -> str:
+def format_trace(result: MachineRun, program: list[Instruction], lanes: int) -> str:
     lines = [f"{'#':>5}  warp  {'pc':>3}  active  exec  {'instruction':<26}effects"]
     pad = max(lanes, 6)
     for number, record in enumerate(result.records):
@@ -110,7 +110,7 @@ def format_memory(memory: list[int]) -> str:
     return "\n".join(rows)
 
 
-def outcome(result: LaunchResult) -> str:
+def outcome(result: MachineRun) -> str:
     if not result.trapped:
         return f"finished: {len(result.records)} records, no trap"
     record = result.trap_record
@@ -118,7 +118,7 @@ def outcome(result: LaunchResult) -> str:
             f", lane {record['trap_lane']} (after {len(result.records)} records)")
 
 
-def to_json(result: LaunchResult, program: AsmProgram, warps: int) -> dict:
+def to_json(result: MachineRun, program: AsmProgram, warps: int) -> dict:
     trap = None
     if result.trapped:
         record = result.trap_record

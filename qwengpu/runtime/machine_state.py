@@ -164,7 +164,7 @@ def new_simulator(machine: Machine | str | Path | None, program: Sequence[Instru
 
 
 @dataclass
-class LaunchResult:
+class MachineRun:
     """What a launch produced on the interpreter."""
 
     records: list[dict[str, int]]
@@ -177,20 +177,20 @@ class LaunchResult:
         return self.trap != Trap.NONE
 
 
-def run_simulator(sim: Simulator, max_records: int = DEFAULT_MAX_RECORDS) -> LaunchResult:
+def run_simulator(sim: Simulator, max_records: int = DEFAULT_MAX_RECORDS) -> MachineRun:
     """Step a filled simulator until the machine stops; `LaunchError` past `max_records`."""
     records = sim.run(max_records)
     if len(records) == max_records and sim.step() is not None:
         raise LaunchError(f"the launch did not finish within {max_records} records "
                           f"(an endless loop?)")
     trap = Trap(sim.registers.get("trap", 0)) if sim.registers.get("halted") else Trap.NONE
-    return LaunchResult(records=records, memory=list(sim.memories["mem"]), trap=trap,
+    return MachineRun(records=records, memory=list(sim.memories["mem"]), trap=trap,
                         trap_record=records[-1] if trap != Trap.NONE and records else None)
 
 
 def run(machine: Machine | str | Path | None, program: Sequence[Instruction],
         memory: Sequence[int], params: Sequence[int], grid: int, block: int,
-        max_records: int = DEFAULT_MAX_RECORDS) -> LaunchResult:
+        max_records: int = DEFAULT_MAX_RECORDS) -> MachineRun:
     """Run a launch to the end on the interpreter (see `new_simulator` for the arguments)."""
     return run_simulator(new_simulator(machine, program, memory, params, grid, block),
                          max_records)

@@ -6,7 +6,7 @@ Expected values in the tests are computed by plain Python per thread, never by t
 from __future__ import annotations
 
 from qwengpu.isa.asm import assemble
-from qwengpu.runtime.machine_state import LaunchResult, load_machine, run
+from qwengpu.runtime.machine_state import MachineRun, load_machine, run
 
 MASK32 = 0xFFFF_FFFF
 INT_MIN = -(1 << 31)
@@ -23,7 +23,7 @@ def s32(value: int) -> int:
 
 
 def launch(source: str, overrides: dict[str, int] | None = None,
-           max_records: int = 100_000) -> LaunchResult:
+           max_records: int = 100_000) -> MachineRun:
     """Assemble `source` and run it to the end on the default spec (with overrides)."""
     program = assemble(source, "test.s")
     machine = load_machine(None, overrides)
@@ -36,9 +36,9 @@ def mem_line(address: int, values: list[int]) -> str:
     return f".mem {address} " + " ".join(str(v) for v in values)
 
 
-def signed_words(result: LaunchResult, start: int, count: int) -> list[int]:
+def signed_words(result: MachineRun, start: int, count: int) -> list[int]:
     return [s32(w) for w in result.memory[start:start + count]]
 
 
-def unsigned_words(result: LaunchResult, start: int, count: int) -> list[int]:
+def unsigned_words(result: MachineRun, start: int, count: int) -> list[int]:
     return list(result.memory[start:start + count])
