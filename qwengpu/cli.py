@@ -14,7 +14,7 @@ import traceback
 
 from qwengpu.errors import UserError
 
-COMMAND_MODULES = ["check", "sim", "run", "compile", "graph", "passes", "launch", "decode",
+COMMAND_MODULES = ["check", "sim", "run", "compile", "generate", "graph", "passes", "launch", "decode",
                    "splice"]
 
 

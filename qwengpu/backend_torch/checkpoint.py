@@ -8,8 +8,8 @@ The directory holds `config.json` (`qwen3_5_text`, `Qwen3_5ForCausalLM`, 45 laye
 `layer_types`), `model.safetensors`, `generation_config.json` (greedy, eos = the protocol's
 `<eos>`), the protocol's tokenizer files and `protocol.json`, and `schedule.txt` (the
 schedule, the figures and the precision decision).  The same inputs give byte-identical
-files.  `state_prompt` builds a launch prompt for any machine state the way
-`qwengpu.runtime.prompt` does for QwenGPU launches (used by the tests of small specs).
+files.  `qwengpu.runtime.prompt.state_prompt` builds the prompt that puts a compiled machine
+into any state.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from qwengpu.backend_torch.schedule import Schedule, format_schedule, schedule_p
 from qwengpu.backend_torch.target import load_target
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.passes import DEFAULT_PIPELINE, build_graph, run_passes
+from qwengpu.runtime.prompt import state_prompt  # noqa: F401 - re-exported for the tests
 
 EMIT_MARGIN = 16.0
 
@@ -167,23 +168,3 @@ def _normalise_json(path: Path) -> None:
     data = json.loads(path.read_text())
     data.pop("transformers_version", None)
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-def state_prompt(protocol: TraceProtocol, state: dict[str, list[int]]) -> list[int]:
-    """A launch prompt putting the machine into `state` (every element, flat row-major;
-    a register is a list of one value): `<bos>`, the record-scratch init tokens, every
-    staging slot, each element staged and committed, `<trace>`."""
-    ids = [protocol.bos_id]
-    ids += [protocol.init_token(name, byte) for name, byte in protocol.record_slots]
-    staged = [0] * protocol.stage_bytes
-    ids += [protocol.stage_token(byte, 0) for byte in range(protocol.stage_bytes)]
-    for element in protocol.state:
-        for index, value in zip(element.indices(), state[element.name]):
-            for byte in range(element.bytes):
-                wanted = value >> (8 * byte) & 0xFF
-                if staged[byte] != wanted:
-                    ids.append(protocol.stage_token(byte, wanted))
-                    staged[byte] = wanted
-            ids.append(protocol.commit_token(element.name, index))
-    ids.append(protocol.trace_id)
-    return ids

@@ -10,8 +10,9 @@ docs/compiler.md (bottom to top):
    flat index a commit token names, and the record slot of the next token to emit.
 2. **Scratch** (mixer of layer 0): the record scratch and the staging scratch, DeltaNet heads
    keyed by slot whose read-out is every slot at once (`scratch` ops).
-3. **Commit**: the write cones of the graph, recomputed from the record fields read back from
-   the scratch (`c%N` values), reads of static state, then per written state element the
+3. **Commit**: the write cones of the graph, computed from the record fields read back from
+   the scratch (`field_input` digits after `cut-at-fields`, or field digits of an uncut
+   graph) (`c%N` values), reads of static state, then per written state element the
    merge with the prompt's commit tokens (`wr.E.idx`, `wr.E.data.i`, `wr.E.en`).
 4. **State**: one `memory` op per read port (a replica: every replica is written with the
    same key, value and enable); static state is written by commit tokens only.
@@ -196,6 +197,7 @@ class _Builder:
         self.carried = field_values(self.graph)
         self.written = {n.state for _, n in self.graph.items() if n.op == "write"}
         self.field_digit: dict[int, str] = {}          # field-digit node -> scratch value
+        self.field_input_digit: dict[tuple[str, int], str] = {}   # (field, digit) -> same
         self.stage_digit: dict[tuple[int, int], str] = {}
         self.ports: dict[tuple, list[str]] = {}        # (region, state, index) -> outputs
         self.memo: dict[tuple[str, int], tuple] = {}
@@ -218,6 +220,8 @@ class _Builder:
                                    1 << bits)
                 regions.append((source, 1 << bits, value))
                 digits.append((value, 2 * byte + half))
+            for value, digit in digits:
+                self.field_input_digit[(name, digit)] = value
             node = fields.get(name)
             if node is not None:
                 for value, digit in digits:
@@ -261,6 +265,12 @@ class _Builder:
         node = self.graph.node(node_id)
         if node.op == "const":
             result = ("c", node.value)
+        elif node.op == "field_input":
+            if region != "commit" or node.low % 4 or \
+                    (node.state, node.low // 4) not in self.field_input_digit:
+                raise HdlError(f"field input {node.state} bit {node.low} outside the commit "
+                               "region or without a scratch slot", node.loc)
+            result = ("v", self.field_input_digit[(node.state, node.low // 4)])
         elif region == "commit" and node_id in self.field_digit:
             result = ("v", self.field_digit[node_id])
         elif region == "commit" and node_id in self.carried:

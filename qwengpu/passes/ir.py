@@ -11,7 +11,9 @@ edges mirror it so that networkx algorithms (reachability, cycles, order) work d
 
 Node kinds:
 - sources: `const`, `register` (a state register, or one digit of it: bits `low..low+width-1`),
-  `read` (an element of a memory, or one digit of it; args are the index);
+  `read` (an element of a memory, or one digit of it; args are the index), `field_input`
+  (record field `state` as read back from the trace, or one digit of it; `cut-at-fields`
+  puts it into the write cones, so it has the value the same step gives the field);
 - word operators: the rows of `qwengpu.dsl.semantics.OPERATORS`;
 - digit operators: the rows of `qwengpu.passes.digits.DIGIT_OPS` (`lut`, `sum`, `carry`,
   `select`, `priority`), produced by `lower-digits` and `flatten-selects`;
@@ -38,7 +40,7 @@ from qwengpu.dsl.netlist import Design, MemorySpec, RegisterSpec
 from qwengpu.errors import Location
 from qwengpu.passes.digits import DIGIT_OPS, DIGIT_BITS
 
-SOURCE_OPS = ("const", "register", "read")
+SOURCE_OPS = ("const", "register", "read", "field_input")
 SINK_OPS = ("write", "field", "stop")
 WORD_OPS = tuple(semantics.OPERATORS)
 COMMUTATIVE_OPS = ("add", "mul", "and", "or", "xor", "eq", "ne")
@@ -241,9 +243,12 @@ def verify(graph: Graph) -> None:
         path = " -> ".join(f"%{n}" for n in cycle + cycle[:1])
         raise VerifyError(f"combinational cycle: {path}")
     fields_seen: dict[str, int] = {}
+    field_widths = {n.state: n.width for _, n in graph.items() if n.op == "field"}
     stops = []
     for node_id, node in graph.items():
         problem = _check_node(graph, node_id, node)
+        if node.op == "field_input" and problem is None:
+            problem = _check_field_input(node, field_widths)
         if problem:
             raise VerifyError(f"{format_node(graph, node_id)}: {problem}")
         if node.op == "field":
@@ -291,6 +296,8 @@ def _check_node(graph: Graph, node_id: int, node: IrNode) -> str | None:
         return None
     if node.op in ("register", "read"):
         return _check_state_source(graph, node, widths)
+    if node.op == "field_input":
+        return None        # checked in `verify`, which knows the record's fields
     if node.op in semantics.OPERATORS:
         try:
             expected = semantics.result_width(node.op, widths, node.width, node.low)
@@ -348,6 +355,17 @@ def _group_width(widths: list[int]) -> int:
     if len(widths) == 1:
         return widths[0]
     return DIGIT_BITS * (len(widths) - 1) + widths[-1]
+
+
+def _check_field_input(node: IrNode, field_widths: dict[str, int]) -> str | None:
+    if node.args:
+        return "a field input takes no arguments"
+    if node.state not in field_widths:
+        return f"field input of unknown record field {node.state!r}"
+    if node.low < 0 or node.low + node.width > field_widths[node.state]:
+        return f"bits {node.low}..{node.low + node.width - 1} outside u" \
+               f"{field_widths[node.state]} field {node.state}"
+    return None
 
 
 def _check_state_source(graph: Graph, node: IrNode, widths: list[int]) -> str | None:
@@ -428,9 +446,15 @@ def evaluate(graph: Graph, state_inputs: dict) -> dict:
                 for name, spec in graph.memories.items()}
     values: dict[int, int] = {}
     writes, record, stop = [], {}, 0
-    for node_id in graph.order():
+    for node_id in _evaluation_order(graph):
         node = graph.node(node_id)
         args = [values[a] for a in node.args]
+        if node.op == "field_input":
+            field_node = next(n for _, n in graph.items()
+                              if n.op == "field" and n.state == node.state)
+            whole = _group_values(graph, field_node, [values[a] for a in field_node.args])[0]
+            values[node_id] = (whole >> node.low) & semantics.mask(node.width)
+            continue
         if node.op in SINK_OPS:
             operands = _group_values(graph, node, args)
             if node.op == "field":
@@ -447,6 +471,19 @@ def evaluate(graph: Graph, state_inputs: dict) -> dict:
         values[node_id] = _evaluate_node(graph, node, args, state_inputs, memories)
     writes.sort()
     return {"writes": [w[1:] for w in writes], "record": record, "stop": stop}
+
+
+def _evaluation_order(graph: Graph) -> list[int]:
+    """Dependency order, with each `field_input` after the value of its record field."""
+    inputs = [i for i, n in graph.items() if n.op == "field_input"]
+    if not inputs:
+        return graph.order()
+    order = graph._graph.copy()
+    fields = {n.state: n for _, n in graph.items() if n.op == "field"}
+    for node_id in inputs:
+        for arg in fields[graph.node(node_id).state].args:
+            order.add_edge(arg, node_id)
+    return list(nx.lexicographical_topological_sort(order, key=lambda n: n))
 
 
 def _evaluate_node(graph, node, args, state_inputs, memories) -> int:
@@ -546,6 +583,8 @@ def format_node(graph: Graph, node_id: int, with_locations: bool = True) -> str:
         body = f"register {node.state}" + (f"[bit {node.low}]" if node.low else "")
     elif node.op == "read":
         body = f"read {node.state}[{args}]" + (f"[bit {node.low}]" if node.low else "")
+    elif node.op == "field_input":
+        body = f"field_input {node.state}" + (f"[bit {node.low}]" if node.low else "")
     elif node.op == "slice":
         body = f"slice {args}, {node.low}"
     elif node.op == "write":
@@ -594,7 +633,8 @@ def to_dot(graph: Graph, with_locations: bool = False) -> str:
         node = graph.node(node_id)
         label = format_node(graph, node_id, with_locations).replace('"', r'\"')
         shape = {"write": "house", "field": "house", "stop": "house", "const": "plaintext",
-                 "register": "cylinder", "read": "cylinder"}.get(node.op, "box")
+                 "register": "cylinder", "read": "cylinder",
+                 "field_input": "cylinder"}.get(node.op, "box")
         lines.append(f'  n{node_id} [label="{label}", shape={shape}];')
     for source, target in graph.edges():
         lines.append(f"  n{source} -> n{target};")

@@ -97,6 +97,13 @@ class Lowering:
                                **keep_origin(node))
                 for k, slot in enumerate(slot_widths(node.width))]
 
+    def op_field_input(self, node_id, node):
+        if node.width <= DIGIT_BITS:
+            return [node_id]
+        return [self.graph.add("field_input", slot, state=node.state, low=DIGIT_BITS * k,
+                               **keep_origin(node))
+                for k, slot in enumerate(slot_widths(node.width))]
+
     def op_read(self, node_id, node):
         index = [self.digits[a] for a in node.args]
         args = tuple(d for digits in index for d in digits)

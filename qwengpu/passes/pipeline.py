@@ -14,9 +14,10 @@ from typing import Callable, Sequence
 from qwengpu.passes.ir import Graph, format_graph, verify
 from qwengpu.passes.registry import PASSES
 
-# Word-level clean-up, lowering to digits, the same clean-up on digits (and if-else chains
+# Write cones cut at the record fields, word-level clean-up, lowering to digits, the same clean-up on digits (and if-else chains
 # merged into one gadget each), then encodings.
 DEFAULT_PIPELINE = [
+    "cut-at-fields",
     "fold-constants", "merge-common", "remove-dead",
     "lower-digits",
     "fold-constants", "merge-common", "flatten-selects", "remove-dead",

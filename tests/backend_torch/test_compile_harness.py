@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from transformers import AutoModelForCausalLM
 
-from qwengpu.backend_torch.checkpoint import build_model, compile_spec, state_prompt, \
-    write_checkpoint
+from qwengpu.backend_torch.checkpoint import build_model, compile_spec, write_checkpoint
 from qwengpu.dsl import Simulator
+from qwengpu.runtime.prompt import state_prompt
 
 
 def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", params=None):
