@@ -14,14 +14,11 @@ with the located message, and so does a stream that is not a well-formed trace.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from qwengpu.commands.launch import protocol_for
-from qwengpu.commands.run import print_buffers
+from qwengpu.commands.run import report
 from qwengpu.runtime.decode import decode_launch, read_token_file
 from qwengpu.runtime.launch import load_launch
-from qwengpu.runtime.trace_format import format_trace
 
 NAME = "decode"
 HELP = "decode the token ids a model generated for a launch into records and buffers"
@@ -45,16 +42,4 @@ def run(args: argparse.Namespace) -> int:
     launch = load_launch(args.launch)
     protocol = protocol_for(args.model)
     result = decode_launch(launch, read_token_file(args.tokens), protocol)
-    stream = sys.stderr if args.json else sys.stdout
-    if args.trace:
-        for line in format_trace(result.records, launch):
-            print(line, file=stream)
-    if args.json:
-        print(json.dumps(result.as_json()))
-    else:
-        print_buffers(result)
-    trap = result.trap_error()
-    if trap is not None:
-        print(trap.render(), file=sys.stderr)
-        return 1
-    return 0
+    return report(result, launch, trace=args.trace, as_json=args.json)

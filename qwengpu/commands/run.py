@@ -80,11 +80,18 @@ def run(args: argparse.Namespace) -> int:
     if args.listing:
         addresses = {region.name: region.base_address for region in launch.regions}
         print(launch.program.listing(addresses), file=stream)
-    result = BACKENDS[args.backend](launch, args)
-    if args.trace:
+    return report(BACKENDS[args.backend](launch, args), launch, trace=args.trace,
+                  as_json=args.json)
+
+
+def report(result: LaunchResult, launch: Launch, trace: bool, as_json: bool) -> int:
+    """Print a launch's outcome (records with `trace`, then JSON or the buffers); a trap
+    prints its located message and gives exit status 1."""
+    if trace:
+        stream = sys.stderr if as_json else sys.stdout
         for line in format_trace(result.records, launch):
             print(line, file=stream)
-    if args.json:
+    if as_json:
         print(json.dumps(result.as_json()))
     else:
         print_buffers(result)

@@ -12,6 +12,7 @@ from qwengpu.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "qwengpu.hdl")
 PROGRAMS = Path(__file__).with_name("programs")
+EXAMPLE_PROGRAM = Path(__file__).parents[2] / "examples" / "asm" / "divergent_loop.s"
 
 
 def test_check_summarises_the_machine(capsys):
@@ -63,7 +64,7 @@ def test_malformed_override_is_a_usage_error():
 
 
 def test_sim_prints_the_trace_and_the_final_memory(capsys):
-    assert main(["sim", SPEC, str(PROGRAMS / "divergent_loop.s")]) == 0
+    assert main(["sim", SPEC, str(EXAMPLE_PROGRAM)]) == 0
     out = capsys.readouterr().out
     assert "grid 1 x block 8 = 2 warps of 4 lanes" in out
     assert "    0  w0      0  0123    0123  s2r r0, tid" in out

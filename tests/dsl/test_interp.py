@@ -153,10 +153,12 @@ class NetlistWalker:
         return record
 
 
-@pytest.mark.parametrize("program", ["divergent_loop.s", "traps_at_the_end.s"])
+@pytest.mark.parametrize("program", [
+    Path(__file__).parents[2] / "examples" / "asm" / "divergent_loop.s",
+    PROGRAMS / "traps_at_the_end.s"], ids=lambda path: path.name)
 def test_compiled_step_agrees_with_a_netlist_walk(program):
-    source = (PROGRAMS / program).read_text()
-    asm = assemble(source, program)
+    source = program.read_text()
+    asm = assemble(source, program.name)
     sim = new_simulator(load_machine(), asm.instructions, asm.memory, asm.params, asm.grid,
                         asm.block)
     walker = NetlistWalker(sim.design, sim.memories, sim.registers)

@@ -11,6 +11,7 @@ from pathlib import Path
 from machine_harness import launch, mem_line, s32, signed_words
 
 PROGRAMS = Path(__file__).with_name("programs")
+EXAMPLE_PROGRAM = Path(__file__).parents[2] / "examples" / "asm" / "divergent_loop.s"
 
 
 def test_warps_interleave_round_robin_and_skip_finished_warps():
@@ -150,7 +151,7 @@ join:
 
 
 def test_loop_with_lane_dependent_trip_count():
-    result = launch((PROGRAMS / "divergent_loop.s").read_text())
+    result = launch((EXAMPLE_PROGRAM).read_text())
     assert signed_words(result, 0, 8) == [t * (t + 1) // 2 for t in range(8)]
     # Lanes leave the loop at different times but store together once per warp.
     stores = [r for r in result.records if r["mwen"]]
