@@ -2,16 +2,19 @@
 
 `schedule_plan(plan, target)` places every op of a `Plan` (`plan.py`) at a *sublayer*:
 `2*L` is the token mixer of layer `L`, `2*L + 1` its MLP.  A value written by a sublayer is
-readable from the next one.  Ops are placed in plan order (a dependency order), each at the
-earliest sublayer of its kind where its inputs are ready and the layer still has room (MLP
-units, DeltaNet heads; mixers only in `linear_attention` layers): list scheduling, ASAP,
-deterministic.  The scratch sits in layer 0's mixer by construction (its inputs are the
+readable from the next one.  List scheduling, sublayer by sublayer: the ops of the sublayer's
+kind whose inputs are ready go in order of their latest possible sublayer (ALAP; ties by plan
+order) while the layer has room (MLP units, DeltaNet heads; mixers only in
+`linear_attention` layers); deterministic.  A file target's caps are its sizes; for `min`
+the caps are the smallest that still fit 45 layers (binary search), so the layers are used
+evenly and min's intermediate size is what one layer really needs.  The scratch sits in layer 0's mixer by construction (its inputs are the
 embedding).  A plan that needs more than 45 layers, or more residual dims than the target
 has, fails with a `CapacityError` naming the resource, what was needed, what there is, and
 the HDL line of the op that overflowed.
 
 Residual dims: every value gets its own group for the whole pass (no reuse yet; the figures
-say how much reuse would save: `peak_live_dims`).  The norm ledger follows: the input of
+say how much reuse would save: `peak_live_dims`, and `reuse_layout`, an interval colouring
+over value lifetimes with erasure after the last reader).  The norm ledger follows: the input of
 sublayer `s` holds ONE plus one hot entry per value written before `s`, on every token.
 """
 
@@ -71,26 +74,72 @@ class Schedule:
         return 1 + peak
 
 
+def reuse_layout(schedule: Schedule) -> tuple[dict[str, int], int, int]:
+    """Residual dims if dead values were erased (figures; not emitted yet).
+
+    A value holds its dims from the sublayer that writes it until the MLP sublayer at or
+    after its last reader, where one linear unit per dim would write minus it; groups are
+    coloured first fit over those lifetimes, in order of writing (ties by name).  Returns
+    (value -> first dim, dims needed including ONE, erase units: the dims of the values
+    whose dims are given back before a later value is written)."""
+    last = schedule.last_use()
+    end = 2 * schedule.target.num_layers
+    free_at = {}
+    for v in schedule.order:
+        erase = last[v] if last[v] % 2 else last[v] + 1
+        free_at[v] = end + 1 if last[v] >= end else erase + 1
+    sizes = {v: schedule.plan.values[v].size for v in schedule.order}
+    runs: list[tuple[int, int]] = []            # free (start, size), sorted
+    top, start_of, erase_units = 1, {}, 0
+    held: list[tuple[int, str]] = []            # (free_at, value)
+    for v in sorted(schedule.order, key=lambda v: (schedule.ready[v], v)):
+        now = schedule.ready[v]
+        for at, dead in sorted(held):
+            if at <= now:
+                runs.append((start_of[dead], sizes[dead]))
+                erase_units += sizes[dead]
+        held = [(at, d) for at, d in held if at > now]
+        runs = _merge(runs)
+        for index, (start, size) in enumerate(runs):
+            if size >= sizes[v]:
+                start_of[v] = start
+                runs[index] = (start + sizes[v], size - sizes[v])
+                break
+        else:
+            start_of[v] = top
+            top += sizes[v]
+        runs = [r for r in runs if r[1]]
+        held.append((free_at[v], v))
+    return start_of, top, erase_units
+
+
+def _merge(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, size in sorted(runs):
+        if merged and merged[-1][0] + merged[-1][1] == start:
+            merged[-1] = (merged[-1][0], merged[-1][1] + size)
+        else:
+            merged.append((start, size))
+    return merged
+
+
 def schedule_plan(plan: Plan, target: Target) -> Schedule:
-    """Place every op (see the module doc); `CapacityError` when the plan does not fit."""
-    layer_types = target.layer_types
-    ready = {name: 0 for name in plan.embedding}
-    units: dict[int, int] = defaultdict(int)
-    heads: dict[int, int] = defaultdict(int)
+    """Place every op (see the module doc); `CapacityError` when the plan does not fit.
+
+    A file target caps each layer at its units and heads.  For `min` the caps are chosen:
+    the smallest per-layer MLP unit cap (then DeltaNet head cap) with which the list
+    scheduler still fits the 45 layers (binary search), so the layers are used evenly and
+    min's intermediate size is what one layer really needs."""
     for op in plan.ops:
         if op.kind == "mlp":
             op.units = count_units(op, plan)
-        earliest = max((ready[v] for v in op.inputs), default=0)
-        sublayer = _place(op, earliest, target, layer_types, units, heads)
-        op.sublayer = sublayer
-        if op.kind == "mlp":
-            units[op.layer] += op.units
-        else:
-            heads[op.layer] += op.heads
-        for v in op.outputs:
-            ready[v] = sublayer + 1
+    unit_cap, head_cap = target.units_per_layer, target.heads_per_layer
+    if target.is_min:
+        unit_cap, head_cap = _min_caps(plan, target)
+    ready, units, heads = _list_schedule(plan, target, unit_cap, head_cap)
     layers_used = 1 + max(op.layer for op in plan.ops)
-    order = sorted(ready, key=lambda v: (ready[v], list(plan.values).index(v)))
+    position = {name: i for i, name in enumerate(plan.values)}
+    order = sorted(ready, key=lambda v: (ready[v], position[v]))
     dims = 1 + sum(plan.values[v].size for v in order)
     built = fit_min_target(target, dims, max(units.values(), default=1),
                            max(heads.values(), default=1))
@@ -102,49 +151,143 @@ def schedule_plan(plan: Plan, target: Target) -> Schedule:
     return Schedule(plan, built, ready, layers_used, dict(units), dict(heads), order)
 
 
+def _list_schedule(plan: Plan, target: Target, unit_cap: int, head_cap: int):
+    """List scheduling under the per-layer caps: sublayer by sublayer, the ready ops of its
+    kind in order of their latest possible sublayer (ALAP, ties by plan order) while the
+    layer has room.  Returns (ready, units, heads); `CapacityError` when 45 layers do not
+    hold the plan."""
+    layer_types = target.layer_types
+    sublayers = 2 * target.num_layers
+    for op in plan.ops:
+        _check_fits_one_layer(op, target)
+        op.sublayer = -1
+    latest = _latest_sublayers(plan, target)
+    producer = {v: i for i, op in enumerate(plan.ops) for v in op.outputs}
+    waiting = [sum(1 for v in set(op.inputs) if v in producer) for op in plan.ops]
+    readers: dict[int, list[int]] = defaultdict(list)
+    for i, op in enumerate(plan.ops):
+        for v in set(op.inputs):
+            if v in producer:
+                readers[producer[v]].append(i)
+    ready = {name: 0 for name in plan.embedding}
+    released = {i: 0 for i, count in enumerate(waiting) if count == 0}
+    units: dict[int, int] = defaultdict(int)
+    heads: dict[int, int] = defaultdict(int)
+    placed = 0
+    for sublayer in range(sublayers):
+        layer, mixer = sublayer // 2, sublayer % 2 == 0
+        if mixer and layer_types[layer] == FULL:
+            continue
+        candidates = sorted((latest[i], i) for i, at in released.items()
+                            if at <= sublayer and (plan.ops[i].kind != "mlp") == mixer)
+        done = []
+        for _, i in candidates:
+            op = plan.ops[i]
+            if mixer and heads[layer] + op.heads > head_cap:
+                continue
+            if not mixer and units[layer] + op.units > unit_cap:
+                continue
+            op.sublayer = sublayer
+            if mixer:
+                heads[layer] += op.heads
+            else:
+                units[layer] += op.units
+            done.append(i)
+        for i in done:
+            del released[i]
+            placed += 1
+            for v in plan.ops[i].outputs:
+                ready[v] = sublayer + 1
+            for reader in readers[i]:
+                waiting[reader] -= 1
+                if waiting[reader] == 0:
+                    released[reader] = sublayer + 1
+    if placed < len(plan.ops):
+        op = next(op for op in plan.ops if op.sublayer < 0)
+        raise CapacityError(
+            f"layers: {op.name} ({op.region}) needs layer {target.num_layers + 1} of "
+            f"{target.num_layers}: the logic is too deep for the target", op.loc)
+    return ready, units, heads
+
+
+def _check_fits_one_layer(op: Op, target: Target) -> None:
+    if op.kind == "mlp" and op.units > target.units_per_layer:
+        raise CapacityError(f"MLP units: {op.name} needs {op.units} units, a layer "
+                            f"has {target.units_per_layer}", op.loc)
+    if op.kind != "mlp" and op.heads > target.heads_per_layer:
+        raise CapacityError(f"DeltaNet heads: {op.name} needs {op.heads} heads in one "
+                            f"layer, the target has {target.heads_per_layer}", op.loc)
+
+
+def _latest_sublayers(plan: Plan, target: Target) -> list[int]:
+    """Each op's latest sublayer (ALAP) if every reader were as late as it can be."""
+    types = target.layer_types
+    last = 2 * target.num_layers - 1
+    latest = [last] * len(plan.ops)
+    producer = {v: i for i, op in enumerate(plan.ops) for v in op.outputs}
+    for i in range(len(plan.ops) - 1, -1, -1):
+        op = plan.ops[i]
+        sublayer = latest[i]
+        mixer = op.kind != "mlp"
+        while sublayer >= 0 and ((sublayer % 2 == 0) != mixer or
+                                 (mixer and types[sublayer // 2] == FULL)):
+            sublayer -= 1
+        latest[i] = sublayer
+        for v in set(op.inputs):
+            if v in producer:
+                p = producer[v]
+                latest[p] = min(latest[p], sublayer - 1)
+    return latest
+
+
+def _min_caps(plan: Plan, target: Target) -> tuple[int, int]:
+    """The smallest unit cap, then head cap, that still fit the layers (binary search)."""
+    def fits(unit_cap: int, head_cap: int) -> bool:
+        try:
+            _list_schedule(plan, target, unit_cap, head_cap)
+        except CapacityError:
+            return False
+        return True
+
+    def smallest(low: int, high: int, fits_at) -> int:
+        while low < high:
+            middle = (low + high) // 2
+            if fits_at(middle):
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    free = target.units_per_layer
+    _, units, heads = _list_schedule(plan, target, free, target.heads_per_layer)
+    widest_op = max((op.units for op in plan.ops if op.kind == "mlp"), default=1)
+    # the scratch sits in layer 0's mixer (docs/schedule.md): its heads share that layer
+    widest_mixer = max([op.heads for op in plan.ops if op.kind != "mlp"] +
+                       [sum(op.heads for op in plan.ops if op.region == "scratch")])
+    unit_cap = smallest(max(widest_op, 1), max(units.values(), default=1),
+                        lambda cap: fits(cap, target.heads_per_layer))
+    head_cap = smallest(max(widest_mixer, 1), max(heads.values(), default=1),
+                        lambda cap: fits(unit_cap, cap))
+    return unit_cap, head_cap
+
+
 def _peak(plan: Plan, ready: dict[str, int]) -> int:
     return max(sum(plan.values[v].size for v in ready if ready[v] <= s)
                for s in range(max(ready.values()) + 1))
-
-
-def _place(op: Op, earliest: int, target: Target, layer_types, units, heads) -> int:
-    mixer = op.kind != "mlp"
-    sublayer = earliest
-    while True:
-        if sublayer % 2 != (0 if mixer else 1):
-            sublayer += 1
-            continue
-        layer = sublayer // 2
-        if layer >= target.num_layers:
-            raise CapacityError(
-                f"layers: {op.name} ({op.region}) needs layer {layer + 1} of "
-                f"{target.num_layers}: the logic is too deep for the target", op.loc)
-        if mixer:
-            if op.heads > target.heads_per_layer:
-                raise CapacityError(f"DeltaNet heads: {op.name} needs {op.heads} heads in one "
-                                    f"layer, the target has {target.heads_per_layer}", op.loc)
-            fits = layer_types[layer] != FULL and \
-                heads[layer] + op.heads <= target.heads_per_layer
-        else:
-            if op.units > target.units_per_layer:
-                raise CapacityError(f"MLP units: {op.name} needs {op.units} units, a layer "
-                                    f"has {target.units_per_layer}", op.loc)
-            fits = units[layer] + op.units <= target.units_per_layer
-        if fits:
-            return sublayer
-        sublayer += 2
 
 
 # -- text -------------------------------------------------------------------------------------
 def format_schedule(schedule: Schedule) -> str:
     """Layer by layer: ops, residual values read and written, heads, utilisation."""
     plan, target = schedule.plan, schedule.target
+    reuse = reuse_layout(schedule)
     lines = [f"schedule of {plan.graph.name} for target {target.name}: "
              f"{target.num_layers} layers, {schedule.layers_used} used; hidden "
              f"{target.hidden_size}, intermediate {target.intermediate_size}, DeltaNet heads "
              f"{target.linear_heads} per layer",
              f"residual: {schedule.dims} dims allocated (peak live "
-             f"{schedule.peak_live_dims}); {len(plan.ops)} ops, "
+             f"{schedule.peak_live_dims}; {reuse[1]} with erasure, {reuse[2]} erase units, "
+             f"not emitted yet); {len(plan.ops)} ops, "
              f"{sum(op.units for op in plan.ops)} MLP units, "
              f"{sum(op.heads for op in plan.ops)} DeltaNet heads"]
     types = target.layer_types

@@ -24,11 +24,19 @@ def test_counter_schedule_regions_in_order():
     commit = [op for op in ops.values() if op.region == "commit"]
     state = [op for op in ops.values() if op.region == "state"]
     emit = [op for op in ops.values() if op.region == "emit"]
-    # commit logic below every state replica, emission reads what the replicas hold
-    assert max(op.sublayer for op in commit) < min(op.sublayer for op in state)
+    # each replica's write (commit logic) below it, emission reads what the replicas hold
+    producer = {v: op for op in ops.values() for v in op.outputs}
+    for replica in state:
+        writes = [producer[v] for v in replica.inputs if v in producer]
+        assert writes and all(w.region == "commit" for w in writes)
+        assert max(w.sublayer for w in writes) < replica.sublayer
+    assert commit
     assert min(op.sublayer for op in emit) > min(op.sublayer for op in state)
     assert all(op.sublayer % 2 == 0 for op in state)        # mixers
-    assert schedule.layers_used == 3 and schedule.target.num_layers == NUM_LAYERS
+    # min: the smallest unit cap that fits (no layer wider than the widest op needs)
+    widest_op = max(op.units for op in ops.values())
+    assert schedule.target.intermediate_size == 72 and widest_op == 66
+    assert schedule.layers_used == 6 and schedule.target.num_layers == NUM_LAYERS
 
 
 def test_norm_ledger_counts_every_value_once():
@@ -45,7 +53,7 @@ def test_schedule_is_deterministic_text():
     assert first == format_schedule(compile_spec(TINY).schedule)
     assert "layer 0 (linear_attention)" in first
     assert "mixer s.regs.r0 = memory(" in first
-    assert "layers 9..44: empty" in first
+    assert "layers 11..44: empty" in first
 
 
 def test_two_b_target_loads():
@@ -113,3 +121,46 @@ def test_cli_compile_and_graph(tmp_path, capsys):
     assert text.startswith("<!doctype html>") and "record_scratch" in text
     assert main(["compile", "specs/tiny.hdl", "-o", str(tmp_path / "x")]) == 1
     assert "not carried by the trace" in capsys.readouterr().err
+
+
+def test_min_caps_units_and_heads_per_layer():
+    """min: the smallest per-layer caps that still fit 45 layers; no layer is wider than the
+    built shape, and the widest layer is no wider than the uncapped (ASAP) schedule's."""
+    from qwengpu.backend_torch.schedule import _list_schedule
+    schedule = compile_spec(TINY).schedule
+    target, plan = schedule.target, schedule.plan
+    assert max(schedule.units.values()) <= target.intermediate_size
+    assert max(schedule.heads.values()) <= target.linear_heads
+    uncapped = load_target("min")
+    _, units, _ = _list_schedule(plan, uncapped, uncapped.units_per_layer,
+                                 uncapped.heads_per_layer)
+    assert max(schedule.units.values()) <= max(units.values())
+    # one unit fewer per layer no longer fits the 45 layers
+    with pytest.raises(CapacityError, match="layers: "):
+        _list_schedule(plan, uncapped, max(schedule.units.values()) - 1, target.linear_heads)
+    assert _list_schedule(plan, uncapped, max(schedule.units.values()),
+                          target.linear_heads)[1] == schedule.units
+
+
+def test_file_target_caps_and_full_attention_layers():
+    schedule = compile_spec(TINY, "qwen3.5-2b").schedule
+    types = schedule.target.layer_types
+    assert all(units <= 6144 for units in schedule.units.values())
+    assert all(op.kind == "mlp" or types[op.layer] != "full_attention"
+               for op in schedule.plan.ops)
+
+
+def test_reuse_layout_never_overlaps_live_values():
+    from qwengpu.backend_torch.schedule import reuse_layout
+    schedule = compile_spec(TINY).schedule
+    start, dims, erase_units = reuse_layout(schedule)
+    last, sizes = schedule.last_use(), {v: schedule.plan.values[v].size for v in schedule.order}
+    end = 2 * schedule.target.num_layers
+    until = {v: end + 1 if last[v] >= end else (last[v] | 1) + 1 for v in schedule.order}
+    values = schedule.order
+    for i, a in enumerate(values):
+        for b in values[i + 1:]:
+            lives = schedule.ready[a] < until[b] and schedule.ready[b] < until[a]
+            dims_meet = start[a] < start[b] + sizes[b] and start[b] < start[a] + sizes[a]
+            assert not (lives and dims_meet), (a, b)
+    assert schedule.peak_live_dims <= dims < schedule.dims and erase_units > 0
