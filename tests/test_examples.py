@@ -9,13 +9,11 @@ examples/make_expected.py from the model, never from the machine).
 - test_expected_up_to_date: re-runs each model and compares with expected.json.
 - test_run_from_ptx / test_run_from_cu: `hdlc run LAUNCH --backend sim --json` in-process,
   buffers compared word for word with expected.json; error examples must exit 1 with the
-  expected substring in stderr.  Skipped until qwengpu.commands.run exists; the .cu variant
-  also needs nvcc on PATH.
+  expected substring in stderr.  The .cu variant needs nvcc on PATH.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -45,17 +43,6 @@ NVCC = shutil.which("nvcc")
 
 def _load(example: Path, name: str) -> dict:
     return json.loads((example / name).read_text())
-
-
-def _has_run_command() -> bool:
-    try:
-        return importlib.util.find_spec("qwengpu.commands.run") is not None
-    except ModuleNotFoundError:
-        return False
-
-
-needs_run = pytest.mark.skipif(not _has_run_command(),
-                               reason="qwengpu.commands.run (hdlc run) does not exist yet")
 
 
 def test_corpus_size():
@@ -227,14 +214,12 @@ def _stage(example: Path, tmp_path: Path, source: str) -> Path:
     return path
 
 
-@needs_run
 @pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
 def test_run_from_ptx(example: Path, tmp_path: Path, capsys):
     launch_path = _stage(example, tmp_path, "kernel.ptx")
     _check_result(example, *_run_cli(capsys, launch_path))
 
 
-@needs_run
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
 def test_run_from_cu(example: Path, tmp_path: Path, capsys):

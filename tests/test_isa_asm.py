@@ -128,6 +128,7 @@ def test_defaults_are_one_block_of_one_warp():
     (".stack 4", "unknown directive .stack", 1, 2),
     ("add r1,, r2", "unexpected ','", 1, 8),
     ("add r1, r2, r3 % 2", "unexpected character '%'", 1, 16),
+    ("add r1, r2, 0x_", "unexpected 'x_'", 1, 14),
     ("@p7 nop", "expected a predicate", 1, 2),
     ("bra -1", "a branch target must be 0..", 1, 5),
 ])

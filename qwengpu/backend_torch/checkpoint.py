@@ -33,7 +33,6 @@ from qwengpu.backend_torch.schedule import Schedule, format_schedule, schedule_p
 from qwengpu.backend_torch.target import load_target
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.passes import DEFAULT_PIPELINE, build_graph, run_passes
-from qwengpu.runtime.prompt import state_prompt  # noqa: F401 - re-exported for the tests
 
 EMIT_MARGIN = 16.0
 

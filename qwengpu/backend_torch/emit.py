@@ -32,7 +32,7 @@ from typing import Sequence
 import torch
 
 from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, const, entries, put, weighted
-from qwengpu.backend_torch.gadgets.memory import (Memory, _HeadWriter, address, drive_for,
+from qwengpu.backend_torch.gadgets.memory import (Memory, HeadWriter, address, drive_for,
                                                   fixed_address, when)
 from qwengpu.backend_torch.plan import HEAD_DIM, Op, Plan
 from qwengpu.backend_torch.residual import Group
@@ -298,7 +298,7 @@ def emit_scratch(model, layer: int, heads: Sequence[int], rms: float, op: Op,
     """Install a scratch op (see the module doc) into value heads `heads` of `layer`."""
     attn = model.model.layers[layer].linear_attn
     drive = drive_for(attn.in_proj_qkv.weight.dtype)
-    writer = _HeadWriter(attn, rms, drive)
+    writer = HeadWriter(attn, rms, drive)
     slot_group = groups[op.spec["slot_value"]]
     bos = groups["tok.bos"]
     beta = drive.beta

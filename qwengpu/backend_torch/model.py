@@ -140,11 +140,6 @@ def layer(model: Qwen3_5ForCausalLM, index: int) -> qwen.Qwen3_5DecoderLayer:
     return model.model.layers[index]
 
 
-def embedding(model: Qwen3_5ForCausalLM) -> torch.nn.Embedding:
-    """The token embedding (`model.model.embed_tokens`)."""
-    return model.model.embed_tokens
-
-
 @dataclass
 class ForwardResult:
     """Logits `[batch, seq, vocab]` and, when asked for, the residual stream.

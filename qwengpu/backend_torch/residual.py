@@ -173,7 +173,7 @@ class ResidualLayout:
         for part in (group.digits if isinstance(group, Word) else (group,)):
             del self.groups[part.name]
             self._free.append((part.start, part.size))
-        self._free = _merge_runs(self._free)
+        self._free = merge_runs(self._free)
 
     @property
     def free_dims(self) -> int:
@@ -232,7 +232,7 @@ class ResidualLayout:
         return vectors
 
 
-def _merge_runs(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def merge_runs(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for start, size in sorted(runs):
         if merged and merged[-1][0] + merged[-1][1] == start:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from qwengpu.backend_torch.emit import count_units
 from qwengpu.backend_torch.plan import Op, Plan
+from qwengpu.backend_torch.residual import merge_runs
 from qwengpu.backend_torch.target import FULL, Target, fit_min_target
 from qwengpu.errors import CapacityError
 
@@ -99,7 +100,7 @@ def reuse_layout(schedule: Schedule) -> tuple[dict[str, int], int, int]:
                 runs.append((start_of[dead], sizes[dead]))
                 erase_units += sizes[dead]
         held = [(at, d) for at, d in held if at > now]
-        runs = _merge(runs)
+        runs = merge_runs(runs)
         for index, (start, size) in enumerate(runs):
             if size >= sizes[v]:
                 start_of[v] = start
@@ -111,16 +112,6 @@ def reuse_layout(schedule: Schedule) -> tuple[dict[str, int], int, int]:
         runs = [r for r in runs if r[1]]
         held.append((free_at[v], v))
     return start_of, top, erase_units
-
-
-def _merge(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, size in sorted(runs):
-        if merged and merged[-1][0] + merged[-1][1] == start:
-            merged[-1] = (merged[-1][0], merged[-1][1] + size)
-        else:
-            merged.append((start, size))
-    return merged
 
 
 def schedule_plan(plan: Plan, target: Target) -> Schedule:

@@ -16,8 +16,7 @@ import sys
 import time
 
 from qwengpu.commands.check import add_parameter_option, parse_overrides
-from qwengpu.errors import UserError
-from qwengpu.passes.pipeline import unknown_passes
+from qwengpu.passes.pipeline import parse_pass_names
 
 NAME = "compile"
 HELP = "compile an HDL spec into a Qwen3.5 checkpoint (45 layers)"
@@ -43,12 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from qwengpu.backend_torch.emit import bf16_risks
     from qwengpu.backend_torch.schedule import format_schedule
 
-    names = None
-    if args.passes:
-        names = [n.strip() for n in args.passes.split(",") if n.strip()]
-        missing = unknown_passes(names)
-        if missing:
-            raise UserError(f"unknown pass {missing[0]!r}; `hdlc passes` lists them")
+    names = parse_pass_names(args.passes)
     if not args.output and not args.schedule:
         args.parser.error("give -o DIR (or --schedule to only print the schedule)")
     start = time.perf_counter()

@@ -56,34 +56,19 @@ def starting_simulator(design, state_file: str | None):
     return sim
 
 
-def machine_state(sim) -> dict[str, list[int]]:
-    state = {name: list(values) for name, values in sim.memories.items()}
-    state.update({name: [value] for name, value in sim.registers.items()})
-    return state
-
-
 def run(args: argparse.Namespace) -> int:
-    import torch
-
     from qwengpu.dsl import load_design
     from qwengpu.runtime.decode import decode_trace
-    from qwengpu.runtime.model_backend import load_checkpoint
-    from qwengpu.runtime.prompt import state_prompt
+    from qwengpu.runtime.model_backend import generate_greedy, load_checkpoint
+    from qwengpu.runtime.prompt import simulator_state, state_prompt
 
     design = load_design(args.spec, parse_overrides(args.param, args.parser))
     model, protocol = load_checkpoint(args.model)
     sim = starting_simulator(design, args.state)
-    prompt = state_prompt(protocol, machine_state(sim))
+    prompt = state_prompt(protocol, simulator_state(sim))
     started = time.perf_counter()
-    with torch.inference_mode():
-        output = model.generate(torch.tensor([prompt], device=model.device),
-                                attention_mask=torch.ones(1, len(prompt), dtype=torch.long,
-                                                          device=model.device),
-                                do_sample=False, max_new_tokens=args.max_records *
-                                protocol.tokens_per_record + 1,
-                                eos_token_id=protocol.eos_id, pad_token_id=protocol.pad_id)
+    generated = generate_greedy(model, protocol, prompt, args.max_records)
     seconds = time.perf_counter() - started
-    generated = output[0, len(prompt):].tolist()
     records = decode_trace(generated, protocol, offset=len(prompt))
     if args.check:
         expected = sim.run(args.max_records)

@@ -18,7 +18,7 @@ from qwengpu.errors import UserError
 from qwengpu.passes import (DEFAULT_PIPELINE, PASSES, build_graph, format_graph, format_stats,
                             run_passes, to_dot)
 from qwengpu.passes.cost import estimate_cost, format_cost
-from qwengpu.passes.pipeline import unknown_passes
+from qwengpu.passes.pipeline import parse_pass_names, unknown_passes
 from qwengpu.passes.select_encodings import residual_dims
 
 NAME = "passes"
@@ -56,11 +56,9 @@ def run(args: argparse.Namespace) -> int:
             parser.error("give a SPEC to run passes on")
         print(_list_passes(), end="")
         return 0
-    names = DEFAULT_PIPELINE if not args.passes else \
-        [n.strip() for n in args.passes.split(",") if n.strip()]
-    missing = unknown_passes(names + ([args.dump_after] if args.dump_after else []))
-    if missing:
-        raise UserError(f"unknown pass {missing[0]!r}; `hdlc passes` lists them")
+    names = parse_pass_names(args.passes)
+    if args.dump_after and unknown_passes([args.dump_after]):
+        raise UserError(f"unknown pass {args.dump_after!r}; `hdlc passes` lists them")
     if args.dump_after and args.dump_after not in names:
         parser.error(f"--dump-after {args.dump_after}: that pass is not in the pipeline")
     graph = build_graph(load_design(args.spec, parse_overrides(args.param, parser)))

@@ -5,8 +5,9 @@
     record = sim.step()                           # dict field -> int, or None when stopped
 
 Modules: `hdl.lark` (grammar), `parser` (text -> `ast`), `elaborate` + `expressions`
-(`ast` -> `netlist.Design`), `semantics` (the one table of operator meanings), `netlist` (the
-elaborated form the compiler starts from), `interp` (the reference interpreter).
+(`ast` -> `netlist.Design`, with `values` for what a name stands for and `builder` creating the
+nodes), `semantics` (the one table of operator meanings), `netlist` (the elaborated form the
+compiler starts from), `interp` (the reference interpreter).
 docs/hdl.md is the language reference.
 """
 

@@ -83,24 +83,24 @@ def _expected_text(expected) -> str:
 
 
 def _syntax_error(error: UnexpectedInput, file: str, source: str) -> HdlError:
-    loc = Location(file, getattr(error, "line", 0) or 0, getattr(error, "column", 0) or 0)
+    at_end = isinstance(error, UnexpectedEOF) or (
+        not isinstance(error, UnexpectedCharacters) and error.token.type == "$END")
+    if at_end:
+        lines = source.splitlines() or [""]
+        loc = Location(file, len(lines), len(lines[-1]) + 1)
+    else:
+        loc = Location(file, getattr(error, "line", 0) or 0, getattr(error, "column", 0) or 0)
     if isinstance(error, UnexpectedCharacters):
         char = source[error.pos_in_stream] if error.pos_in_stream < len(source) else "?"
         message = f"unexpected character {char!r}"
     elif isinstance(error, UnexpectedEOF):
-        lines = source.splitlines() or [""]
-        loc = Location(file, len(lines), len(lines[-1]) + 1)
         message = f"unexpected end of file; expected {_expected_text(error.expected)}"
     else:
-        token = error.token
-        shown = "end of file" if token.type == "$END" else repr(str(token))
+        shown = "end of file" if at_end else repr(str(error.token))
         if "SEMICOLON" in error.expected:
             message = f"unexpected {shown}; is a ';' missing before it?"
         else:
             message = f"unexpected {shown}; expected {_expected_text(error.expected)}"
-        if token.type == "$END":
-            lines = source.splitlines() or [""]
-            loc = Location(file, len(lines), len(lines[-1]) + 1)
     return HdlError(message, loc, source)
 
 

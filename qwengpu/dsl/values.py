@@ -142,21 +142,21 @@ class Scope:
         self.kind = kind
         self.names: dict[str, tuple[object, Location]] = {}
 
-    def lookup(self, name: str):
+    def _entry(self, name: str) -> tuple[object, Location] | None:
         scope = self
         while scope is not None:
             if name in scope.names:
-                return scope.names[name][0]
+                return scope.names[name]
             scope = scope.parent
         return None
 
+    def lookup(self, name: str):
+        entry = self._entry(name)
+        return entry[0] if entry else None
+
     def where(self, name: str) -> Location | None:
-        scope = self
-        while scope is not None:
-            if name in scope.names:
-                return scope.names[name][1]
-            scope = scope.parent
-        return None
+        entry = self._entry(name)
+        return entry[1] if entry else None
 
     def define(self, name: str, binding: object, loc: Location,
                seen_from: "Scope | None" = None) -> None:

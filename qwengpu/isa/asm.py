@@ -25,6 +25,7 @@ from pathlib import Path
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
+from qwengpu.dsl.parser import parse_number   # numbers are written as in the HDL
 from qwengpu.isa import (BINARY_ALU, LANES, MASK32, PT, PREDS, REGS, RZ, Cmp, Instruction, Op,
                          Special)
 from qwengpu.errors import Location, UserError
@@ -90,16 +91,6 @@ class AsmProgram:
 def _lark() -> Lark:
     return Lark(GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr",
                 propagate_positions=True)
-
-
-def _parse_number(text: str) -> int:
-    digits = text.replace("_", "")
-    prefix = digits[:2].lower()
-    if prefix == "0x":
-        return int(digits[2:], 16)
-    if prefix == "0b":
-        return int(digits[2:], 2)
-    return int(digits, 10)
 
 
 class _Assembler:
@@ -214,7 +205,7 @@ class _Assembler:
         tokens = tree.children
         if len(tokens) == 2:
             sign = -1 if str(tokens[0]) == "-" else 1
-        return sign * _parse_number(str(tokens[-1]))
+        return sign * parse_number(str(tokens[-1]))
 
     def _instruction(self, tree: Tree) -> None:
         children = list(tree.children)
@@ -314,7 +305,7 @@ class _Assembler:
         value = 0
         if offset:
             sign, number = offset
-            value = _parse_number(str(number)) * (-1 if str(sign) == "-" else 1)
+            value = parse_number(str(number)) * (-1 if str(sign) == "-" else 1)
         return self._reg(base), self._word(value, base)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from qwengpu.errors import UserError
 from qwengpu.passes.ir import Graph, format_graph, verify
 from qwengpu.passes.registry import PASSES
 
@@ -36,6 +37,18 @@ class PassStats:
 
 def unknown_passes(names: Sequence[str]) -> list[str]:
     return [n for n in names if n not in PASSES]
+
+
+def parse_pass_names(text: str | None) -> list[str]:
+    """The names in a `--passes a,b,c` flag (the default pipeline when it is not given);
+    `UserError` for a name no pass has."""
+    if not text:
+        return list(DEFAULT_PIPELINE)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    missing = unknown_passes(names)
+    if missing:
+        raise UserError(f"unknown pass {missing[0]!r}; `hdlc passes` lists them")
+    return names
 
 
 def run_passes(graph: Graph, names: Sequence[str] = DEFAULT_PIPELINE,

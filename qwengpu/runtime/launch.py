@@ -27,7 +27,7 @@ from qwengpu.ptx.nvcc import ptx_for_source
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, load_machine,
-                                           new_simulator, run_simulator)
+                                           new_simulator, run_simulator, signed_word)
 
 LAUNCH_KEYS = ("source", "kernel", "grid", "block", "buffers", "args")
 
@@ -452,8 +452,3 @@ def describe_trap(launch: Launch, record_index: int, record: dict,
                     lane=lane, block=block, thread=thread, pc=pc, instruction=text,
                     ptx_loc=slot.ptx_loc if slot else None,
                     ptx_text=slot.ptx_text if slot else "", address=address)
-
-
-def signed_word(value: int) -> int:
-    value &= MASK32
-    return value - (1 << 32) if value & 0x8000_0000 else value

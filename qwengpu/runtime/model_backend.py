@@ -189,26 +189,35 @@ def _streamer(decoder: TraceDecoder, checker: LockstepChecker | None, progress: 
     return TraceStreamer()
 
 
+def generate_greedy(model, protocol: TraceProtocol, prompt: list[int], max_records: int,
+                    streamer=None) -> list[int]:
+    """The ids `model.generate` picks greedily after `prompt`, until <eos> or `max_records`
+    records (the prompt left off)."""
+    import torch
+
+    input_ids = torch.tensor([prompt], dtype=torch.long, device=model.device)
+    with torch.inference_mode():
+        output = model.generate(input_ids, attention_mask=torch.ones_like(input_ids),
+                                do_sample=False, num_beams=1, use_cache=True,
+                                max_new_tokens=max_records * protocol.tokens_per_record + 1,
+                                eos_token_id=protocol.eos_id, pad_token_id=protocol.pad_id,
+                                streamer=streamer)
+    return output[0, len(prompt):].tolist()
+
+
 def run_launch_model(launch: Launch, model_dir: str | Path, max_records: int =
                      DEFAULT_MAX_RECORDS, check: bool = False, progress: bool | None = None,
                      device: str | None = None, machine=None) -> DecodedLaunch:
     """Run a launch on a compiled checkpoint (see the module docstring)."""
-    import torch
-
     model, protocol = load_checkpoint(model_dir, device)
     prompt = build_prompt(launch, protocol, machine)
     decoder = TraceDecoder(protocol, offset=len(prompt))
     checker = LockstepChecker(launch, protocol, machine) if check else None
     display = _Progress(sys.stderr.isatty() if progress is None else progress)
-    input_ids = torch.tensor([prompt], dtype=torch.long, device=model.device)
     started = time.perf_counter()
     try:
-        with torch.inference_mode():
-            model.generate(input_ids, attention_mask=torch.ones_like(input_ids),
-                           do_sample=False, num_beams=1, use_cache=True,
-                           max_new_tokens=max_records * protocol.tokens_per_record + 1,
-                           eos_token_id=protocol.eos_id, pad_token_id=protocol.pad_id,
-                           streamer=_streamer(decoder, checker, display))
+        generate_greedy(model, protocol, prompt, max_records,
+                        streamer=_streamer(decoder, checker, display))
     finally:
         display.close()
     seconds = time.perf_counter() - started

@@ -23,6 +23,7 @@ prompt of any given state (tests of the compiled machine that start it mid-progr
 from __future__ import annotations
 
 from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol, commit_text
+from qwengpu.dsl.interp import Simulator
 from qwengpu.dsl.netlist import Design
 from qwengpu.runtime.launch import Launch
 from qwengpu.runtime.machine_state import Machine, load_machine, new_simulator
@@ -51,8 +52,14 @@ def initial_state(launch: Launch, machine: Machine | Design | str | None = None
                   ) -> dict[str, list[int]]:
     """Every state element's value before the first step, flat and row-major (a register is a
     list of one value), as the reference interpreter's launch filling sets it."""
-    simulator = new_simulator(as_machine(machine), launch.instructions, launch.memory,
-                              launch.params, launch.grid, launch.block)
+    return simulator_state(new_simulator(as_machine(machine), launch.instructions,
+                                         launch.memory, launch.params, launch.grid,
+                                         launch.block))
+
+
+def simulator_state(simulator: Simulator) -> dict[str, list[int]]:
+    """A simulator's state elements, flat and row-major (a register as a list of one value),
+    as `state_prompt` takes them."""
     state = {name: list(values) for name, values in simulator.memories.items()}
     state.update({name: [value] for name, value in simulator.registers.items()})
     return state

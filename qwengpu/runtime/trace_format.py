@@ -16,7 +16,8 @@ import os
 from typing import Iterable, Iterator
 
 from qwengpu.isa import MASK32, Op
-from qwengpu.runtime.launch import TRAP_DESCRIPTIONS, Launch, signed_word
+from qwengpu.runtime.launch import TRAP_DESCRIPTIONS, Launch
+from qwengpu.runtime.machine_state import signed_word
 
 INDENT = " " * 5
 

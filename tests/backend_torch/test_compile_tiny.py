@@ -11,9 +11,9 @@ import random
 import pytest
 import torch
 
-from qwengpu.backend_torch.checkpoint import state_prompt
 from qwengpu.backend_torch.model import decode_logits, prefill_logits
 from qwengpu.dsl import Simulator
+from qwengpu.runtime.prompt import state_prompt
 from test_compile_harness import compile_to, expected_trace, load, run_case, \
     simulator_state, texts
 

@@ -8,30 +8,8 @@ import torch
 
 from qwengpu.backend_torch.gadgets.attention import CopyFromKind, attention_is_noop, plan
 from qwengpu.backend_torch.gadgets.memory import INIT_WINDOW, Memory, address, when
-from qwengpu.backend_torch.model import FULL, LINEAR, blank_model, decode_logits, make_config, \
-    prefill_logits
+from qwengpu.backend_torch.model import FULL, LINEAR, decode_logits, prefill_logits
 from qwengpu.backend_torch.residual import ResidualLayout, decode_many, deviation
-
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def build(layout, cases, dtype, types, head_dim=64):
-    config = make_config(len(types), layout.hidden_size, 64, types, len(cases),
-                         linear_num_key_heads=1, linear_num_value_heads=1,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=head_dim)
-    model = blank_model(config, dtype)
-    with torch.no_grad():
-        model.model.embed_tokens.weight.copy_(
-            torch.stack([layout.embed(c) for c in cases]).to(dtype))
-    return model
 
 
 def streams(model, count):
@@ -40,8 +18,7 @@ def streams(model, count):
             for path, run in (("prefill", prefill_logits), ("decode", decode_logits))}
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
-def test_full_attention_layer_is_exact_noop(dtype_name):
+def test_full_attention_layer_is_exact_noop(mixer, dtype_name):
     """Memories in the linear layers, a blank full-attention layer between: it adds exactly 0
     in both paths (and gives transformers the cache it needs)."""
     rnd = random.Random(5)
@@ -53,7 +30,7 @@ def test_full_attention_layer_is_exact_noop(dtype_name):
     cases = [{init: 1, write: 0, addr: 0, value: 0, read: 0}] * INIT_WINDOW + [
         {init: 0, write: rnd.randrange(2), addr: rnd.randrange(16),
          value: rnd.getrandbits(32), read: rnd.randrange(16)} for _ in range(150)]
-    model = build(layout, cases, DTYPES[dtype_name], [LINEAR, FULL, LINEAR])
+    model = mixer.model(layout, [LINEAR, FULL, LINEAR], mixer.DTYPES[dtype_name], cases)
     Memory("m", address(addr), [value], [when(write, 1)], init).install(
         model, 0, [0], layout.rms(live), address(read), [out])
     assert attention_is_noop(model, 1)
@@ -81,11 +58,11 @@ def copy_sequence(rnd, layout, count, targets_every):
 
 
 @pytest.mark.parametrize("gaps", [3, 40])
-def test_copy_from_most_recent_target_fp32(gaps):
+def test_copy_from_most_recent_target_fp32(mixer, gaps):
     rnd = random.Random(gaps)
     layout = ResidualLayout(128)
     cases, expected, (init, kind, payload, copied), live = copy_sequence(rnd, layout, 500, gaps)
-    model = build(layout, cases, torch.float32, [LINEAR, FULL])
+    model = mixer.model(layout, [LINEAR, FULL], torch.float32, cases)
     # The <launch> tokens (init) are targets too: they give the value before the first one.
     target = when(layout.alloc("is_target", 2), 1)
     for case in cases:
@@ -105,8 +82,7 @@ def test_copy_from_most_recent_target_fp32(gaps):
         print(f"\ncopy fp32 gaps~{gaps} {path}: deviation {worst:.3g}")
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
-def test_copy_unique_target_any_dtype(dtype_name):
+def test_copy_unique_target_any_dtype(mixer, dtype_name):
     """Without recency (one target in context, e.g. a header token) bf16 is exact too."""
     rnd = random.Random(11)
     layout = ResidualLayout(128)
@@ -115,7 +91,7 @@ def test_copy_unique_target_any_dtype(dtype_name):
     copied = layout.alloc("copied", 16)
     cases = [{kind: 1, payload: 9}] + [{kind: rnd.choice([0, 2]), payload: rnd.randrange(16)}
                                       for _ in range(300)]
-    model = build(layout, cases, DTYPES[dtype_name], [LINEAR, FULL])
+    model = mixer.model(layout, [LINEAR, FULL], mixer.DTYPES[dtype_name], cases)
     CopyFromKind("header", when(kind, 1), [payload], recency=False).install(
         model, 1, 1, layout.rms(live), [copied])
     for path, states in streams(model, len(cases)).items():
@@ -124,10 +100,10 @@ def test_copy_unique_target_any_dtype(dtype_name):
         assert margin.min() > 0.98
 
 
-def test_recency_needs_fp32_and_a_slow_enough_frequency():
+def test_recency_needs_fp32_and_a_slow_enough_frequency(mixer):
     layout = ResidualLayout(64)
     kind, payload, out = layout.alloc("k", 2), layout.alloc("p", 16), layout.alloc("o", 16)
-    model = build(layout, [{}], torch.bfloat16, [LINEAR, FULL])
+    model = mixer.model(layout, [LINEAR, FULL], torch.bfloat16, [{}])
     with pytest.raises(ValueError, match="fp32"):
         CopyFromKind("c", when(kind, 1), [payload]).install(model, 1, 0, 1.0, [out])
     config = model.config

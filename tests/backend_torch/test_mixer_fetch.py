@@ -6,32 +6,19 @@ semantics (three heads, each replaced by its own write group), fed the same toke
 
 import random
 
-import pytest
 import torch
 
 from qwengpu.backend_torch.gadgets.fetch import PROGRAM_KINDS, FetchedFields, ProgramStore, \
     instruction_tokens, pc_address, program_prompt
 from qwengpu.backend_torch.gadgets.memory import INIT_WINDOW
 from qwengpu.backend_torch.gadgets.tokens import Field, TokenInterface, TokenKind, Vocabulary
-from qwengpu.backend_torch.model import FULL, LINEAR, blank_model, decode_logits, make_config, \
-    prefill_logits
+from qwengpu.backend_torch.model import FULL, LINEAR, decode_logits, prefill_logits
 from qwengpu.backend_torch.residual import ResidualLayout, Word, decode_many, \
     decode_word_many, deviation
 from qwengpu.isa import Instruction, Op
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-BOUNDS = {"fp32": dict(max_deviation=1e-4, min_margin=0.999),
-          "bf16": dict(max_deviation=4e-3, min_margin=0.99)}
 # A test-only token kind that asks for a fetch: its PC goes to the query groups q0/q1.
 FETCH_KIND = TokenKind("pcq", (Field("pc", 128, ("q0", "q1")),))
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def random_instruction(rnd) -> Instruction:
@@ -63,8 +50,7 @@ def reference_fetches(vocab, ids) -> list[int]:
     return fetched
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
-def test_fetch_random_programs(dtype_name):
+def test_fetch_random_programs(mixer, dtype_name):
     rnd = random.Random(99)
     vocab = Vocabulary([*PROGRAM_KINDS, FETCH_KIND])
     layout = ResidualLayout(512)
@@ -88,10 +74,8 @@ def test_fetch_random_programs(dtype_name):
     expected = reference_fetches(vocab, ids)
     assert len(ids) > 500
 
-    config = make_config(2, layout.hidden_size, 64, [LINEAR, FULL], len(vocab),
-                         linear_num_key_heads=4, linear_num_value_heads=4,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=64)
-    model = blank_model(config, DTYPES[dtype_name])
+    model = mixer.model(layout, [LINEAR, FULL], mixer.DTYPES[dtype_name], vocab=len(vocab),
+                        heads=4)
     tokens.install_embedding(model)
     query = pc_address((tokens.group("q1"), tokens.group("q0")))
     cost = store.install(model, 0, [0, 1, 3], layout.rms(live), query, fields)
@@ -111,8 +95,8 @@ def test_fetch_random_programs(dtype_name):
             assert not len(wrong), f"{path}: {target.name} wrong at {wrong[:5].tolist()}"
             worst = max(worst, deviation(target, stream, want).max().item())
             least = min(least, margin.min().item())
-    assert worst <= BOUNDS[dtype_name]["max_deviation"]
-    assert least >= BOUNDS[dtype_name]["min_margin"]
+    assert worst <= mixer.BOUNDS[dtype_name]["max_deviation"]
+    assert least >= mixer.BOUNDS[dtype_name]["min_margin"]
     print(f"\nfetch {dtype_name}: {len(ids)} tokens, deviation {worst:.3g}, margin {least:.4g}")
 
 

@@ -7,41 +7,16 @@ token ids, in one forward (chunked prefill, chunks of 64) and token by token wit
 """
 
 import random
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from qwengpu.backend_torch.gadgets.memory import INIT_WINDOW, Memory, address, fixed_address, \
     latch, pair_address, when
-from qwengpu.backend_torch.model import FULL, LINEAR, blank_model, decode_logits, make_config, \
-    prefill_logits
+from qwengpu.backend_torch.model import FULL, LINEAR, decode_logits, prefill_logits
 from qwengpu.backend_torch.residual import ResidualLayout, decode_many, decode_word_many, \
     deviation
-
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-BOUNDS = {"fp32": dict(max_deviation=1e-4, min_margin=0.999),
-          "bf16": dict(max_deviation=4e-3, min_margin=0.99)}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Token-by-token decode of tiny models is dominated by thread hand-offs on 2 cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def model_for(layout, cases, dtype, linear_layers=1, heads=4):
-    config = make_config(linear_layers + 1, layout.hidden_size, 64,
-                         [LINEAR] * linear_layers + [FULL], len(cases),
-                         linear_num_key_heads=heads, linear_num_value_heads=heads,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=64)
-    model = blank_model(config, dtype)
-    with torch.no_grad():
-        table = torch.stack([layout.embed(case) for case in cases])
-        model.model.embed_tokens.weight.copy_(table.to(dtype))
-    return model
 
 
 def residuals(model, count, layers=(0,)):
@@ -58,8 +33,9 @@ def at_layer(streams, index):
     return {path: per_layer[index] for path, per_layer in streams.items()}
 
 
-def check_reads(streams, word, expected, dtype_name, skip=0):
-    """Every read exact in every path; returns (worst deviation, least margin)."""
+def check_reads(streams, word, expected, dtype_name, bounds, skip=0):
+    """Every read exact in every path, within `bounds`; returns (worst deviation, least
+    margin)."""
     expected = torch.tensor(expected)[skip:]
     worst, least = 0.0, float("inf")
     for path, stream in streams.items():
@@ -70,13 +46,12 @@ def check_reads(streams, word, expected, dtype_name, skip=0):
                                 f"first at token {wrong[0].item() + skip}")
         worst = max(worst, deviation(word, stream, expected).max().item())
         least = min(least, margins.min().item())
-    assert worst <= BOUNDS[dtype_name]["max_deviation"], f"{word.name}: deviation {worst:.3g}"
-    assert least >= BOUNDS[dtype_name]["min_margin"], f"{word.name}: margin {least:.3g}"
+    assert worst <= bounds["max_deviation"], f"{word.name}: deviation {worst:.3g}"
+    assert least >= bounds["min_margin"], f"{word.name}: margin {least:.3g}"
     return worst, least
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
-def test_register_file_random_long(dtype_name):
+def test_register_file_random_long(mixer, dtype_name):
     """A (warp, register) register file with two read ports, a second memory in the same
     layer and a replica in the next layer: 600 random tokens, ~300 writes, every read exact."""
     rnd = random.Random(1234)
@@ -123,8 +98,8 @@ def test_register_file_random_long(dtype_name):
         expected[3].append(words[case[mem_read_hi] * 16 + case[mem_read_lo]])
         cases.append(case)
 
-    dtype = DTYPES[dtype_name]
-    model = model_for(layout, cases, dtype, linear_layers=2)
+    dtype = mixer.DTYPES[dtype_name]
+    model = mixer.model(layout, [LINEAR, LINEAR, FULL], dtype, cases, heads=4)
     rms = layout.rms(live)
     regs.install(model, 0, [0], rms, pair_address(*reads[0]), [outs[0]])
     regs.install(model, 0, [2], rms, pair_address(*reads[1]), [outs[1]])
@@ -136,14 +111,13 @@ def test_register_file_random_long(dtype_name):
     figures = {}
     for index, word in enumerate(outs):
         figures[word.name] = check_reads(at_layer(streams, int(index == 2)), word,
-                                         expected[index], dtype_name)
+                                         expected[index], dtype_name, mixer.BOUNDS[dtype_name])
     writes = sum(case[write] for case in cases)
     assert writes > 250
     print(f"\nregister file {dtype_name}: {writes} writes, (deviation, margin) {figures}")
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
-def test_write_then_read_same_token(dtype_name):
+def test_write_then_read_same_token(mixer, dtype_name):
     """A token that writes slot s and reads s sees its own write; the old value is gone."""
     layout = ResidualLayout(320)
     init, write = layout.alloc_bit("init"), layout.alloc_bit("we")
@@ -161,13 +135,13 @@ def test_write_then_read_same_token(dtype_name):
         {init: 0, write: 0, addr: 0, value: 0, read: 7},              # never written: init 0
     ]
     expected = [0] * INIT_WINDOW + [0xDEADBEEF, 0xDEADBEEF, 0x0BADF00D, 0x0BADF00D, 0]
-    model = model_for(layout, sequence, DTYPES[dtype_name])
+    model = mixer.model(layout, [LINEAR, FULL], mixer.DTYPES[dtype_name], sequence, heads=4)
     memory.install(model, 0, [1], layout.rms(live), address(read), [out])
-    check_reads(at_layer(residuals(model, len(sequence)), 0), out, expected, dtype_name)
+    check_reads(at_layer(residuals(model, len(sequence)), 0), out, expected, dtype_name,
+                mixer.BOUNDS[dtype_name])
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
-def test_latch_and_taps(dtype_name):
+def test_latch_and_taps(mixer, dtype_name):
     """A latch keeps the latest value written by tokens of one kind; a memory whose value is
     gathered from the three previous tokens (conv taps) and whose key is 3 tokens back."""
     rnd = random.Random(7)
@@ -205,7 +179,7 @@ def test_latch_and_taps(dtype_name):
             table[window[0][slot]] = [token[nibble] for token in window]
         want_latch.append(current)
         want_slots.append(table[case[read]])
-    model = model_for(layout, sequence, DTYPES[dtype_name])
+    model = mixer.model(layout, [LINEAR, FULL], mixer.DTYPES[dtype_name], sequence, heads=4)
     rms = layout.rms(live)
     hold.install(model, 0, [0], rms, fixed_address(), [latched])
     group_write.install(model, 0, [1], rms, address(read), gathered)
@@ -213,21 +187,21 @@ def test_latch_and_taps(dtype_name):
     for path, stream in streams.items():
         got, margin = decode_many(latched, stream)
         assert got.tolist() == want_latch, path
-        assert margin.min() >= BOUNDS[dtype_name]["min_margin"]
+        assert margin.min() >= mixer.BOUNDS[dtype_name]["min_margin"]
         # The value channels read taps 1..3: valid once the init window is complete.
         for index, group in enumerate(gathered):
             got, margin = decode_many(group, stream[INIT_WINDOW - 1:])
             assert got.tolist() == [row[index] for row in want_slots[INIT_WINDOW - 1:]], path
-            assert margin.min() >= BOUNDS[dtype_name]["min_margin"]
+            assert margin.min() >= mixer.BOUNDS[dtype_name]["min_margin"]
 
 
-def test_heads_are_claimed_once():
+def test_heads_are_claimed_once(mixer):
     layout = ResidualLayout(320)
     init, write, addr = layout.alloc_bit("init"), layout.alloc_bit("we"), layout.alloc("a", 16)
     value = layout.alloc_word("v")
     out, other = layout.alloc_word("out"), layout.alloc("other", 16)
     memory = Memory("m", address(addr), [value], [when(write, 1)], init)
-    model = model_for(layout, [{}], torch.float32)
+    model = mixer.model(layout, [LINEAR, FULL], torch.float32, [{}], heads=4)
     memory.install(model, 0, [0], 1.0, address(addr), [out])
     with pytest.raises(ValueError, match="already in use"):
         memory.install(model, 0, [0], 1.0, address(addr), [out])
@@ -249,31 +223,47 @@ def test_costs():
     assert wide.heads == 2
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
-def test_noisy_inputs(dtype_name):
+def register_file_bench(rnd, count, random_inputs):
+    """A (warp, register) file of 128 slots with one write and one read port.  `count` tokens
+    follow the init window, each with the inputs `random_inputs(rnd, bench)` draws (a dict
+    over `bench.write`, `.warp`, `.reg`, `.value`, `.read_warp`, `.read_reg`); `bench.expected`
+    holds the reads a Python list of slots gives, `bench.install(model)` the memory."""
+    layout = ResidualLayout(384)
+    bench = SimpleNamespace(layout=layout, init=layout.alloc_bit("init"),
+                            write=layout.alloc_bit("we"), warp=layout.alloc("warp", 8),
+                            reg=layout.alloc("reg", 16), value=layout.alloc_word("v"),
+                            read_warp=layout.alloc("rwarp", 8), read_reg=layout.alloc("rreg", 16))
+    live = list(layout.groups.values())
+    bench.out = layout.alloc_word("out")
+    inputs = (bench.init, bench.write, bench.warp, bench.reg, bench.value, bench.read_warp,
+              bench.read_reg)
+    bench.cases = [{group: int(group is bench.init) for group in inputs}] * INIT_WINDOW
+    slots, bench.expected = [0] * 128, [0] * INIT_WINDOW
+    for _ in range(count):
+        case = {bench.init: 0, **random_inputs(rnd, bench)}
+        if case[bench.write]:
+            slots[case[bench.warp] * 16 + case[bench.reg]] = case[bench.value]
+        bench.expected.append(slots[case[bench.read_warp] * 16 + case[bench.read_reg]])
+        bench.cases.append(case)
+    memory = Memory("regs", pair_address(bench.warp, bench.reg), [bench.value],
+                    [when(bench.write, 1)], bench.init)
+    bench.install = lambda model: memory.install(
+        model, 0, [0], layout.rms(live), pair_address(bench.read_warp, bench.read_reg),
+        [bench.out])
+    return bench
+
+
+def test_noisy_inputs(mixer, dtype_name):
     """Inputs off their ideal one-hot values by up to 0.1 (hot and cold entries alike, as an
     upstream gadget may leave them): slot selection and write enable stay exact; the value
     read back carries the written deviation times about gain / (gain - offset)."""
-    rnd = random.Random(21)
     noise = 0.1
-    layout = ResidualLayout(384)
-    init, write = layout.alloc_bit("init"), layout.alloc_bit("we")
-    warp, reg, value = layout.alloc("warp", 8), layout.alloc("reg", 16), layout.alloc_word("v")
-    read_warp, read_reg = layout.alloc("rwarp", 8), layout.alloc("rreg", 16)
-    live = list(layout.groups.values())
-    out = layout.alloc_word("out")
-    cases = [{init: 1, write: 0, warp: 0, reg: 0, value: 0, read_warp: 0, read_reg: 0}] * \
-        INIT_WINDOW
-    slots, expected = [0] * 128, [0] * INIT_WINDOW
-    for _ in range(300):
-        case = {init: 0, write: rnd.randrange(2), warp: rnd.randrange(8), reg: rnd.randrange(16),
-                value: rnd.getrandbits(32), read_warp: rnd.randrange(8),
-                read_reg: rnd.randrange(16)}
-        if case[write]:
-            slots[case[warp] * 16 + case[reg]] = case[value]
-        expected.append(slots[case[read_warp] * 16 + case[read_reg]])
-        cases.append(case)
-    model = model_for(layout, cases, DTYPES[dtype_name])
+    bench = register_file_bench(random.Random(21), 300, lambda rnd, b: {
+        b.write: rnd.randrange(2), b.warp: rnd.randrange(8), b.reg: rnd.randrange(16),
+        b.value: rnd.getrandbits(32), b.read_warp: rnd.randrange(8),
+        b.read_reg: rnd.randrange(16)})
+    out, cases = bench.out, bench.cases
+    model = mixer.model(bench.layout, [LINEAR, FULL], mixer.DTYPES[dtype_name], cases, heads=4)
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         weight = model.model.embed_tokens.weight
@@ -281,9 +271,8 @@ def test_noisy_inputs(dtype_name):
         jitter = (torch.rand(weight[:, inputs].shape, generator=generator) * 2 - 1) * noise
         jitter[:INIT_WINDOW] = 0                        # the init tokens come from the embedding
         weight[:, inputs] += jitter.to(weight.dtype)
-    Memory("regs", pair_address(warp, reg), [value], [when(write, 1)], init).install(
-        model, 0, [0], layout.rms(live), pair_address(read_warp, read_reg), [out])
-    want = torch.tensor(expected)
+    bench.install(model)
+    want = torch.tensor(bench.expected)
     for path, stream in at_layer(residuals(model, len(cases)), 0).items():
         got, margin = decode_word_many(out, stream)
         assert torch.equal(got, want), f"{path}: {(got != want).sum().item()} wrong reads"
@@ -294,43 +283,29 @@ def test_noisy_inputs(dtype_name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
 @pytest.mark.parametrize("hot_slots", [128, 2])
-def test_long_sequences_do_not_drift(dtype_name, hot_slots):
+def test_long_sequences_do_not_drift(mixer, dtype_name, hot_slots):
     """4000 tokens (63 prefill chunks), ~2000 writes spread over all slots or hammering two
     (many equal keys inside each chunk's triangular solve): no read goes wrong and the
     deviation at the end is no larger than at the start."""
-    rnd = random.Random(hot_slots)
-    layout = ResidualLayout(384)
-    init, write = layout.alloc_bit("init"), layout.alloc_bit("we")
-    warp, reg, value = layout.alloc("warp", 8), layout.alloc("reg", 16), layout.alloc_word("v")
-    read_warp, read_reg = layout.alloc("rwarp", 8), layout.alloc("rreg", 16)
-    live = list(layout.groups.values())
-    out = layout.alloc_word("out")
-    cases = [{init: 1, write: 0, warp: 0, reg: 0, value: 0, read_warp: 0, read_reg: 0}] * \
-        INIT_WINDOW
-    slots, expected = [0] * 128, [0] * INIT_WINDOW
-    for _ in range(4000):
+    def random_inputs(rnd, b):
         slot, read = rnd.randrange(hot_slots), rnd.randrange(min(128, hot_slots + 1))
-        case = {init: 0, write: rnd.randrange(2), warp: slot // 16, reg: slot % 16,
-                value: rnd.getrandbits(32), read_warp: read // 16, read_reg: read % 16}
-        if case[write]:
-            slots[slot] = case[value]
-        expected.append(slots[read])
-        cases.append(case)
-    model = model_for(layout, cases, DTYPES[dtype_name], heads=1)
-    Memory("regs", pair_address(warp, reg), [value], [when(write, 1)], init).install(
-        model, 0, [0], layout.rms(live), pair_address(read_warp, read_reg), [out])
+        return {b.write: rnd.randrange(2), b.warp: slot // 16, b.reg: slot % 16,
+                b.value: rnd.getrandbits(32), b.read_warp: read // 16, b.read_reg: read % 16}
+
+    bench = register_file_bench(random.Random(hot_slots), 4000, random_inputs)
+    out, cases, expected = bench.out, bench.cases, bench.expected
+    model = mixer.model(bench.layout, [LINEAR, FULL], mixer.DTYPES[dtype_name], cases)
+    bench.install(model)
     streams = at_layer(residuals(model, len(cases)), 0)
-    check_reads(streams, out, expected, dtype_name)
+    check_reads(streams, out, expected, dtype_name, mixer.BOUNDS[dtype_name])
     for path, stream in streams.items():
         per_token = deviation(out, stream, torch.tensor(expected))
         early, late = per_token[:500].max().item(), per_token[-500:].max().item()
         assert late <= max(early, 1e-6), f"{path}: deviation grew from {early:.3g} to {late:.3g}"
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
-def test_wide_value_over_grouped_heads(dtype_name):
+def test_wide_value_over_grouped_heads(mixer, dtype_name):
     """A 64-bit value in two value heads that share one key head (grouped value heads, as
     when `linear_num_value_heads` is twice `linear_num_key_heads`)."""
     rnd = random.Random(8)
@@ -349,16 +324,12 @@ def test_wide_value_over_grouped_heads(dtype_name):
             slots[case[addr]] = case[high] << 32 | case[low]
         expected.append(slots[case[read]])
         cases.append(case)
-    config = make_config(2, layout.hidden_size, 64, [LINEAR, FULL], len(cases),
-                         linear_num_key_heads=1, linear_num_value_heads=2,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=64)
-    model = blank_model(config, DTYPES[dtype_name])
-    with torch.no_grad():
-        model.model.embed_tokens.weight.copy_(
-            torch.stack([layout.embed(c) for c in cases]).to(model.dtype))
+    model = mixer.model(layout, [LINEAR, FULL], mixer.DTYPES[dtype_name], cases,
+                        value_heads=2)
     wide = Memory("wide", address(addr), [low, high], [when(write, 1)], init)
     assert wide.heads == 2
     wide.install(model, 0, [0, 1], layout.rms(live), address(read), [out_low, out_high])
     streams = at_layer(residuals(model, len(cases)), 0)
-    check_reads(streams, out_low, [v & 0xFFFF_FFFF for v in expected], dtype_name)
-    check_reads(streams, out_high, [v >> 32 for v in expected], dtype_name)
+    bounds = mixer.BOUNDS[dtype_name]
+    check_reads(streams, out_low, [v & 0xFFFF_FFFF for v in expected], dtype_name, bounds)
+    check_reads(streams, out_high, [v >> 32 for v in expected], dtype_name, bounds)

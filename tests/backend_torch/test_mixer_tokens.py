@@ -14,11 +14,8 @@ from qwengpu.backend_torch.gadgets.fetch import PROGRAM_KINDS, op_label
 from qwengpu.backend_torch.gadgets.memory import INIT_WINDOW, fixed_address, latch
 from qwengpu.backend_torch.gadgets.tokens import EMIT_MARGIN, END, LAUNCH, Field, \
     TokenInterface, TokenKind, Vocabulary, emission_margins, hex_field, onehot_field
-from qwengpu.backend_torch.model import FULL, LINEAR, blank_model, decode_logits, make_config, \
-    prefill_logits
+from qwengpu.backend_torch.model import FULL, LINEAR, decode_logits, prefill_logits
 from qwengpu.backend_torch.residual import ResidualLayout
-
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 # A trace vocabulary of realistic size: the program prompt kinds plus record fields.
 RECORD_KINDS = (
@@ -34,20 +31,6 @@ RECORD_KINDS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def tiny_config(hidden, vocab, eos=None):
-    return make_config(2, hidden, 64, [LINEAR, FULL], vocab, linear_num_key_heads=2,
-                       linear_num_value_heads=2, num_attention_heads=2, num_key_value_heads=1,
-                       head_dim=64, eos_token_id=eos)
-
-
 def test_vocabulary_numbering():
     vocab = Vocabulary([*PROGRAM_KINDS, *RECORD_KINDS])
     assert 3000 < len(vocab) < 5000
@@ -60,15 +43,15 @@ def test_vocabulary_numbering():
         Vocabulary([RECORD_KINDS[0], RECORD_KINDS[0]])
 
 
-@pytest.mark.parametrize("dtype_name", sorted(DTYPES))
-def test_emission_exact_for_every_token(dtype_name):
+def test_emission_exact_for_every_token(mixer, dtype_name):
     vocab = Vocabulary([*PROGRAM_KINDS, *RECORD_KINDS])
     layout = ResidualLayout(256)
     tokens = TokenInterface(vocab, layout)
     tokens.init_bit()
     emits = tokens.alloc_emission()
     final_rms = layout.rms([*tokens.live, *emits.values()])
-    model = blank_model(tiny_config(layout.hidden_size, len(vocab)), DTYPES[dtype_name])
+    model = mixer.model(layout, [LINEAR, FULL], mixer.DTYPES[dtype_name], vocab=len(vocab),
+                        heads=2)
     tokens.install_embedding(model, extra=tokens.emission_of)      # echo: next = this token
     tokens.install_lm_head(model, final_rms)
     every = torch.arange(len(vocab))
@@ -99,7 +82,7 @@ def test_tokenizer_files(tmp_path):
     assert tok.decode(ids) == text
 
 
-def test_generate_with_stock_loaders(tmp_path):
+def test_generate_with_stock_loaders(mixer, tmp_path):
     """Embedding -> a DeltaNet delay line -> emission groups -> lm_head, saved and loaded with
     `from_pretrained` / `AutoTokenizer`, greedy `generate`: the model repeats the token two
     back (a period-3 cycle) and stops at `<end>`."""
@@ -114,8 +97,8 @@ def test_generate_with_stock_loaders(tmp_path):
     emits = tokens.alloc_emission()
     delay = latch("two_back", [(tokens.kind_group, 2), (tokens.group("n0"), 2),
                                (tokens.group("n1"), 2)], write_when=(), init=init)
-    config = tiny_config(layout.hidden_size, len(vocab), eos=vocab.eos_id)
-    model = blank_model(config, torch.float32)
+    model = mixer.model(layout, [LINEAR, FULL], torch.float32, vocab=len(vocab), heads=2,
+                        eos_token_id=vocab.eos_id)
     tokens.install_embedding(model)
     delay.install(model, 0, [0], layout.rms(live), fixed_address(),
                   [emits["kind"], emits["n0"], emits["n1"]])

@@ -45,6 +45,25 @@ def sext(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
+# PTX's 32-bit binary operations on unsigned words, before the result is masked to 32 bits.
+BINARY_32 = {
+    "add.s32": lambda a, b: a + b,
+    "add.u32": lambda a, b: a + b,
+    "sub.s32": lambda a, b: a - b,
+    "mul.lo.s32": lambda a, b: a * b,
+    "mul.lo.u32": lambda a, b: a * b,
+    "mul.hi.s32": lambda a, b: (s32(a) * s32(b)) >> 32,
+    "mul.hi.u32": lambda a, b: (a * b) >> 32,
+    "and.b32": lambda a, b: a & b,
+    "or.b32": lambda a, b: a | b,
+    "xor.b32": lambda a, b: a ^ b,
+    "min.s32": lambda a, b: min(s32(a), s32(b)),
+    "min.u32": min,
+    "max.s32": lambda a, b: max(s32(a), s32(b)),
+    "max.u32": max,
+}
+
+
 @dataclass
 class Run:
     result: LaunchResult

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ptx_harness import EDGE_WORDS, M32, pairs, run_rows, s32
+from ptx_harness import BINARY_32, EDGE_WORDS, M32, pairs, run_rows, s32
 
 SHIFT_AMOUNTS = [0, 1, 2, 7, 16, 31, 32, 33, 63, 64, 100, 0x8000_0000, 0xFFFF_FFFF]
 
@@ -26,29 +26,11 @@ def shr_s(a, n):
     return (s32(a) >> min(n, 32)) & M32
 
 
-BINARY = {
-    "add.s32": lambda a, b: a + b,
-    "add.u32": lambda a, b: a + b,
-    "sub.s32": lambda a, b: a - b,
-    "mul.lo.s32": lambda a, b: a * b,
-    "mul.lo.u32": lambda a, b: a * b,
-    "mul.hi.s32": lambda a, b: (s32(a) * s32(b)) >> 32,
-    "mul.hi.u32": lambda a, b: (a * b) >> 32,
-    "and.b32": lambda a, b: a & b,
-    "or.b32": lambda a, b: a | b,
-    "xor.b32": lambda a, b: a ^ b,
-    "min.s32": lambda a, b: min(s32(a), s32(b)),
-    "min.u32": min,
-    "max.s32": lambda a, b: max(s32(a), s32(b)),
-    "max.u32": max,
-}
-
-
-@pytest.mark.parametrize("op", sorted(BINARY))
+@pytest.mark.parametrize("op", sorted(BINARY_32))
 def test_binary_register_operands(op):
     rows = pairs()
     got = run_rows(f"    {op} %o0, %a0, %a1;", rows, 1)
-    assert got == [(BINARY[op](a, b) & M32,) for a, b in rows]
+    assert got == [(BINARY_32[op](a, b) & M32,) for a, b in rows]
 
 
 SHIFTS = {"shl.b32": shl, "shr.u32": shr_u, "shr.b32": shr_u, "shr.s32": shr_s}

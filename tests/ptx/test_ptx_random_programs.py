@@ -12,21 +12,14 @@ import random
 
 import pytest
 
-from ptx_harness import M32, run_rows, s32
+from ptx_harness import BINARY_32, M32, run_rows, s32
 
 VALUES = 8
 
 BINARY = {
-    "add.s32": lambda a, b: a + b,
-    "sub.s32": lambda a, b: a - b,
-    "mul.lo.s32": lambda a, b: a * b,
-    "mul.hi.s32": lambda a, b: (s32(a) * s32(b)) >> 32,
-    "mul.hi.u32": lambda a, b: (a * b) >> 32,
-    "and.b32": lambda a, b: a & b,
-    "or.b32": lambda a, b: a | b,
-    "xor.b32": lambda a, b: a ^ b,
-    "min.s32": lambda a, b: min(s32(a), s32(b)),
-    "max.u32": max,
+    **{op: BINARY_32[op] for op in ("add.s32", "sub.s32", "mul.lo.s32", "mul.hi.s32",
+                                    "mul.hi.u32", "and.b32", "or.b32", "xor.b32", "min.s32",
+                                    "max.u32")},
     "shl.b32": lambda a, b: a << b if b < 32 else 0,
     "shr.s32": lambda a, b: s32(a) >> min(b, 32),
     "shr.u32": lambda a, b: a >> b if b < 32 else 0,

@@ -430,4 +430,3 @@ class HeadWriter:
             self.attn.out_proj.weight[residual_dim, column] = factor
 
 
-_HeadWriter = HeadWriter      # the name emit.py imported first
