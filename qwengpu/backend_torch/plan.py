@@ -45,6 +45,12 @@ class Value:
     size: int
     domain: tuple[int, ...]
     loc: Location | None = None
+    analog_scale: float | None = None   # analog: one dim holding `value * analog_scale`
+
+    @property
+    def hot_entries(self) -> int:
+        """Hot entries this value adds to the norm ledger (analog dims count as 0)."""
+        return 0 if self.analog_scale is not None else 1
 
 
 @dataclass
