@@ -24,11 +24,11 @@ import torch
 
 from qwengpu.backend_torch.emit import embedding_table, emit_memory, emit_mlp, emit_scratch, \
     lm_head_table
-from qwengpu.backend_torch.gadgets.core import DRIVES, MlpWriter
+from qwengpu.backend_torch.gadgets.core import DRIVES, Form, MlpWriter
 from qwengpu.backend_torch.model import blank_model, make_config
 from qwengpu.backend_torch.plan import Plan, build_plan
 from qwengpu.backend_torch.protocol import TraceProtocol
-from qwengpu.backend_torch.residual import Group, ResidualLayout, residual_rms
+from qwengpu.backend_torch.residual import ANALOG, Group, ResidualLayout, residual_rms
 from qwengpu.backend_torch.schedule import Schedule, format_schedule, schedule_plan
 from qwengpu.backend_torch.target import load_target
 from qwengpu.dsl.elaborate import load_design
@@ -68,10 +68,36 @@ def compile_spec(spec: str, target: str = "min", passes=None, params=None,
 
 
 def allocate(schedule: Schedule) -> tuple[ResidualLayout, dict[str, Group]]:
+    """The groups at the dims the schedule chose (values with disjoint lifetimes share)."""
     layout = ResidualLayout(schedule.target.hidden_size, schedule.target.rms_norm_eps)
-    groups = {name: layout.alloc(name, schedule.plan.values[name].size)
-              for name in schedule.order}
+    groups = {}
+    for name in schedule.order:
+        value = schedule.plan.values[name]
+        if value.analog_scale is not None:
+            group = Group(name, schedule.start[name], 1, value.analog_scale, ANALOG)
+        else:
+            group = Group(name, schedule.start[name], value.size)
+        groups[name] = layout.groups[name] = group
     return layout, groups
+
+
+def emit_erasures(model, schedule: Schedule, groups: dict[str, Group], first_unit) -> None:
+    """Each layer's erasures: after its ops' units, one linear unit per dim of every value
+    whose last reader has passed, writing minus what the dim holds."""
+    hidden, eps = schedule.target.hidden_size, schedule.target.rms_norm_eps
+    for layer in range(schedule.target.num_layers):
+        gone = schedule.erased_at(2 * layer + 1)
+        if not gone:
+            continue
+        start = first_unit.get(layer, 0)
+        count = schedule.erase_units(layer)
+        rms = residual_rms(schedule.hot_entries(2 * layer + 1), hidden, eps)
+        writer = MlpWriter(model.model.layers[layer].mlp, range(start, start + count), rms,
+                           drive=DRIVES[torch.float32])
+        for name in gone:
+            for dim in groups[name].dims:
+                writer.linear(Form({dim: 1.0}), Form({dim: -1.0}))
+        assert writer.flush() == count, (layer, count)
 
 
 def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
@@ -129,7 +155,8 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
             emit_scratch(model, layer, heads, rms, op, groups)
         else:
             emit_memory(model, layer, heads, rms, op, groups, sizes)
-    final_rms = residual_rms(1 + len(schedule.order), hidden, eps)
+    emit_erasures(model, schedule, groups, next_unit)
+    final_rms = residual_rms(schedule.hot_entries(2 * target.num_layers), hidden, eps)
     with torch.no_grad():
         model.model.embed_tokens.weight.copy_(embedding_table(plan, groups, hidden))
         model.lm_head.weight.copy_(lm_head_table(plan, groups, hidden, final_rms, EMIT_MARGIN))

@@ -47,7 +47,7 @@ def schedule_html(schedule: Schedule) -> str:
             f"{schedule.hot_entries(2 * layer)} hot</small></td>"
             f"<td>{_bar(schedule.heads.get(layer, 0), target.linear_heads)}"
             f"<div>{''.join(_chip(op) for op in mixer)}</div></td>"
-            f"<td>{_bar(schedule.units.get(layer, 0), target.intermediate_size)}"
+            f"<td>{_bar(schedule.layer_units(layer), target.intermediate_size)}"
             f"<div>{''.join(_chip(op) for op in mlp)}</div></td></tr>")
     legend = "".join(f'<span class="chip" style="background:{c}">{r}</span>'
                      for r, c in COLOURS.items())

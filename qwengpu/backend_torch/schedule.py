@@ -12,10 +12,12 @@ embedding).  A plan that needs more than 45 layers, or more residual dims than t
 has, fails with a `CapacityError` naming the resource, what was needed, what there is, and
 the HDL line of the op that overflowed.
 
-Residual dims: every value gets its own group for the whole pass (no reuse yet; the figures
-say how much reuse would save: `peak_live_dims`, and `reuse_layout`, an interval colouring
-over value lifetimes with erasure after the last reader).  The norm ledger follows: the input of
-sublayer `s` holds ONE plus one hot entry per value written before `s`, on every token.
+Residual dims are reused: a value holds its group from the sublayer that writes it until the
+MLP sublayer at or after its last reader, which erases it (one linear unit per dim writing
+minus the value) where that layer has units to spare; the freed dims go to values written
+later (`reuse_layout`, first fit over the lifetimes).  The norm ledger follows: the input of
+sublayer `s` holds ONE plus one hot entry per one-hot value written before `s` and not
+erased before `s`, the same on every token.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from qwengpu.backend_torch.emit import count_units
+from qwengpu.backend_torch.emit import CONSTANT_GROUP, count_units
 from qwengpu.backend_torch.plan import Op, Plan
 from qwengpu.backend_torch.residual import merge_runs
 from qwengpu.backend_torch.target import FULL, Target, fit_min_target
@@ -36,36 +38,43 @@ class Schedule:
     target: Target                      # the shape built (min resolved)
     ready: dict[str, int]               # value -> first sublayer that can read it
     layers_used: int
-    units: dict[int, int] = field(default_factory=dict)      # layer -> MLP units
+    units: dict[int, int] = field(default_factory=dict)      # layer -> MLP units of the ops
     heads: dict[int, int] = field(default_factory=dict)      # layer -> DeltaNet heads
     order: list[str] = field(default_factory=list)           # values in allocation order
+    start: dict[str, int] = field(default_factory=dict)      # value -> its first residual dim
+    erase_at: dict[str, int] = field(default_factory=dict)   # value -> MLP sublayer erasing it
+    dims: int = 0                                            # residual dims used, ONE included
 
     def ops_at(self, sublayer: int) -> list[Op]:
         return [op for op in self.plan.ops if op.sublayer == sublayer]
 
+    def erased_at(self, sublayer: int) -> list[str]:
+        """Values whose dims the MLP `sublayer` erases (one linear unit per dim)."""
+        return [v for v in self.order if self.erase_at.get(v) == sublayer]
+
+    def erase_units(self, layer: int) -> int:
+        return sum(self.plan.values[v].size for v in self.erased_at(2 * layer + 1))
+
+    def layer_units(self, layer: int) -> int:
+        """MLP units layer `layer` uses: its ops and its erasures."""
+        return self.units.get(layer, 0) + self.erase_units(layer)
+
     def live_values(self, sublayer: int) -> list[str]:
-        """Values holding a hot entry at the input of `sublayer` (for the norm ledger)."""
-        return [v for v in self.order if self.ready[v] <= sublayer]
+        """Values held in the residual at the input of `sublayer`."""
+        return [v for v in self.order if self.ready[v] <= sublayer
+                and self.erase_at.get(v, sublayer) >= sublayer]
 
     def hot_entries(self, sublayer: int) -> int:
-        return 1 + len(self.live_values(sublayer))
-
-    @property
-    def dims(self) -> int:
-        return 1 + sum(self.plan.values[v].size for v in self.order)
+        """The norm ledger: ONE plus the hot entries of the live values, the same on every
+        token (analog values count as 0)."""
+        return 1 + sum(self.plan.values[v].hot_entries for v in self.live_values(sublayer))
 
     def last_use(self) -> dict[str, int]:
-        last = {v: self.ready[v] for v in self.order}
-        for op in self.plan.ops:
-            for v in op.inputs:
-                last[v] = max(last[v], op.sublayer)
-        for v in self.plan.emission.values():
-            last[v] = 2 * self.target.num_layers
-        return last
+        return last_uses(self.plan, self.ready, 2 * self.target.num_layers)
 
     @property
     def peak_live_dims(self) -> int:
-        """The most dims live at once if dead values gave their dims back."""
+        """The most dims live at once (values from their writer to their last reader)."""
         last = self.last_use()
         peak = 0
         for s in range(2 * self.target.num_layers + 1):
@@ -75,31 +84,49 @@ class Schedule:
         return 1 + peak
 
 
-def reuse_layout(schedule: Schedule) -> tuple[dict[str, int], int, int]:
-    """Residual dims if dead values were erased (figures; not emitted yet).
+def last_uses(plan: Plan, ready: dict[str, int], end: int) -> dict[str, int]:
+    """Each value's last reading sublayer; `end` for what the lm_head reads and for the
+    constant group every step reads."""
+    last = dict(ready)
+    for op in plan.ops:
+        for v in op.inputs:
+            last[v] = max(last[v], op.sublayer)
+    for v in list(plan.emission.values()) + [CONSTANT_GROUP]:
+        if v in last:
+            last[v] = end
+    return last
+
+
+def reuse_layout(plan: Plan, target: Target, ready: dict[str, int], units: dict[int, int],
+                 unit_cap: int | None) -> tuple[dict[str, int], int, dict[str, int]]:
+    """Residual dims with reuse: (value -> first dim, dims used including ONE, value ->
+    the MLP sublayer that erases it).
 
     A value holds its dims from the sublayer that writes it until the MLP sublayer at or
-    after its last reader, where one linear unit per dim would write minus it; groups are
-    coloured first fit over those lifetimes, in order of writing (ties by name).  Returns
-    (value -> first dim, dims needed including ONE, erase units: the dims of the values
-    whose dims are given back before a later value is written)."""
-    last = schedule.last_use()
-    end = 2 * schedule.target.num_layers
-    free_at = {}
-    for v in schedule.order:
-        erase = last[v] if last[v] % 2 else last[v] + 1
-        free_at[v] = end + 1 if last[v] >= end else erase + 1
-    sizes = {v: schedule.plan.values[v].size for v in schedule.order}
+    after its last reader, which erases it (one linear unit per dim writing minus it) when
+    that layer has `unit_cap` room left (always when `unit_cap` is None); an erased value's
+    dims go to values written later (first fit in order of writing, ties by plan order), a
+    value not erased keeps its dims to the end of the pass."""
+    end = 2 * target.num_layers
+    last = last_uses(plan, ready, end)
+    position = {name: i for i, name in enumerate(plan.values)}
+    sizes = {v: plan.values[v].size for v in ready}
+    spent = defaultdict(int, units)
     runs: list[tuple[int, int]] = []            # free (start, size), sorted
-    top, start_of, erase_units = 1, {}, 0
-    held: list[tuple[int, str]] = []            # (free_at, value)
-    for v in sorted(schedule.order, key=lambda v: (schedule.ready[v], v)):
-        now = schedule.ready[v]
-        for at, dead in sorted(held):
-            if at <= now:
-                runs.append((start_of[dead], sizes[dead]))
-                erase_units += sizes[dead]
-        held = [(at, d) for at, d in held if at > now]
+    top, start_of, erase_at = 1, {}, {}
+    held: list[tuple[int, int, str]] = []       # (erase sublayer, position, value)
+    for v in sorted(ready, key=lambda v: (ready[v], position[v])):
+        now = ready[v]
+        keep = []
+        for at, pos, dead in sorted(held):
+            layer = at // 2
+            if at >= now or (unit_cap is not None and spent[layer] + sizes[dead] > unit_cap):
+                keep.append((at, pos, dead))
+                continue
+            spent[layer] += sizes[dead]
+            erase_at[dead] = at
+            runs.append((start_of[dead], sizes[dead]))
+        held = keep
         runs = merge_runs(runs)
         for index, (start, size) in enumerate(runs):
             if size >= sizes[v]:
@@ -110,8 +137,9 @@ def reuse_layout(schedule: Schedule) -> tuple[dict[str, int], int, int]:
             start_of[v] = top
             top += sizes[v]
         runs = [r for r in runs if r[1]]
-        held.append((free_at[v], v))
-    return start_of, top, erase_units
+        if last[v] < end:
+            held.append((last[v] | 1, position[v], v))
+    return start_of, top, erase_at
 
 
 def schedule_plan(plan: Plan, target: Target) -> Schedule:
@@ -131,15 +159,38 @@ def schedule_plan(plan: Plan, target: Target) -> Schedule:
     layers_used = 1 + max(op.layer for op in plan.ops)
     position = {name: i for i, name in enumerate(plan.values)}
     order = sorted(ready, key=lambda v: (ready[v], position[v]))
-    dims = 1 + sum(plan.values[v].size for v in order)
-    built = fit_min_target(target, dims, max(units.values(), default=1),
-                           max(heads.values(), default=1))
+    widest = max(units.values(), default=1)
+    if target.is_min:
+        start, dims, erase_at, widest = _smallest_min_layout(plan, target, ready, units)
+    else:
+        start, dims, erase_at = reuse_layout(plan, target, ready, units, unit_cap)
+    built = fit_min_target(target, dims, widest, max(heads.values(), default=1))
+    schedule = Schedule(plan, built, ready, layers_used, dict(units), dict(heads), order,
+                        start, erase_at, dims)
     if dims > built.hidden_size:
         culprit = max(plan.ops, key=lambda op: op.sublayer)
         raise CapacityError(f"residual dims: the plan needs {dims} (peak live "
-                            f"{_peak(plan, ready)}), target {built.name} has "
+                            f"{schedule.peak_live_dims}), target {built.name} has "
                             f"{built.hidden_size}", culprit.loc)
-    return Schedule(plan, built, ready, layers_used, dict(units), dict(heads), order)
+    return schedule
+
+
+def _smallest_min_layout(plan: Plan, target: Target, ready, units):
+    """min: the erasure cap (a multiple of the widest layer's units, or none) that gives the
+    fewest MLP weights, `hidden * intermediate`; erasures below the widest layer's units are
+    free, above it they widen every layer.  Returns the layout and the intermediate size."""
+    widest = max(units.values(), default=1)
+    best = None
+    for factor in (1.0, 1.25, 1.5, 2.0, 3.0, None):
+        cap = None if factor is None else int(widest * factor)
+        start, dims, erase_at = reuse_layout(plan, target, ready, units, cap)
+        spent = defaultdict(int, units)
+        for v, at in erase_at.items():
+            spent[at // 2] += plan.values[v].size
+        width = max(spent.values(), default=1)
+        if best is None or (dims * width, dims) < (best[1] * best[3], best[1]):
+            best = (start, dims, erase_at, width)
+    return best
 
 
 def _list_schedule(plan: Plan, target: Target, unit_cap: int, head_cap: int):
@@ -262,30 +313,26 @@ def _min_caps(plan: Plan, target: Target) -> tuple[int, int]:
     return unit_cap, head_cap
 
 
-def _peak(plan: Plan, ready: dict[str, int]) -> int:
-    return max(sum(plan.values[v].size for v in ready if ready[v] <= s)
-               for s in range(max(ready.values()) + 1))
-
-
 # -- text -------------------------------------------------------------------------------------
 def format_schedule(schedule: Schedule) -> str:
     """Layer by layer: ops, residual values read and written, heads, utilisation."""
     plan, target = schedule.plan, schedule.target
-    reuse = reuse_layout(schedule)
+    erased = [v for v in schedule.order if v in schedule.erase_at]
     lines = [f"schedule of {plan.graph.name} for target {target.name}: "
              f"{target.num_layers} layers, {schedule.layers_used} used; hidden "
              f"{target.hidden_size}, intermediate {target.intermediate_size}, DeltaNet heads "
              f"{target.linear_heads} per layer",
-             f"residual: {schedule.dims} dims allocated (peak live "
-             f"{schedule.peak_live_dims}; {reuse[1]} with erasure, {reuse[2]} erase units, "
-             f"not emitted yet); {len(plan.ops)} ops, "
+             f"residual: {schedule.dims} dims used (peak live {schedule.peak_live_dims}; "
+             f"{sum(plan.values[v].size for v in schedule.order) + 1} without reuse), "
+             f"{len(erased)} values erased by "
+             f"{sum(plan.values[v].size for v in erased)} units; {len(plan.ops)} ops, "
              f"{sum(op.units for op in plan.ops)} MLP units, "
              f"{sum(op.heads for op in plan.ops)} DeltaNet heads"]
     types = target.layer_types
     for layer in range(schedule.layers_used):
         mixer, mlp = schedule.ops_at(2 * layer), schedule.ops_at(2 * layer + 1)
         used_heads = schedule.heads.get(layer, 0)
-        used_units = schedule.units.get(layer, 0)
+        used_units = schedule.layer_units(layer)
         lines.append(f"layer {layer} ({types[layer]}): heads {used_heads}/{target.linear_heads}"
                      f" {_bar(used_heads, target.linear_heads)}  units {used_units}/"
                      f"{target.intermediate_size} {_bar(used_units, target.intermediate_size)}"
@@ -297,6 +344,9 @@ def format_schedule(schedule: Schedule) -> str:
                 where = f" @{op.loc}" if op.loc else ""
                 lines.append(f"  {label:5} {op.name} = {spec}({', '.join(op.inputs)}) -> "
                              f"{', '.join(op.outputs)} [{op.region}, {cost}]{where}")
+        gone = schedule.erased_at(2 * layer + 1)
+        if gone:
+            lines.append(f"  erase {', '.join(gone)} [{schedule.erase_units(layer)} units]")
     lines.append(f"layers {schedule.layers_used}..{target.num_layers - 1}: empty (exact no-ops)")
     lines += format_breakdown(schedule)
     return "\n".join(lines) + "\n"

@@ -35,17 +35,23 @@ def test_counter_schedule_regions_in_order():
     assert all(op.sublayer % 2 == 0 for op in state)        # mixers
     # min: the smallest unit cap that fits (no layer wider than the widest op needs)
     widest_op = max(op.units for op in ops.values())
-    assert schedule.target.intermediate_size == 72 and widest_op == 66
+    assert max(schedule.units.values()) == widest_op == 66
+    widest_layer = max(map(schedule.layer_units, range(NUM_LAYERS)))
+    assert schedule.target.intermediate_size == -(-widest_layer // 8) * 8
     assert schedule.layers_used == 6 and schedule.target.num_layers == NUM_LAYERS
 
 
-def test_norm_ledger_counts_every_value_once():
+def test_norm_ledger_counts_every_live_value_once():
     schedule = compile_spec(TINY).schedule
-    last = 2 * schedule.layers_used
+    end = 2 * schedule.target.num_layers
     assert schedule.hot_entries(0) == 1 + len(schedule.plan.embedding)
-    assert schedule.hot_entries(last) == 1 + len(schedule.order)
-    counts = [schedule.hot_entries(s) for s in range(last + 1)]
-    assert counts == sorted(counts)
+    erased = set(schedule.erase_at)
+    assert erased, "TINY has values whose dims are reused"
+    assert schedule.hot_entries(end) == 1 + len(schedule.order) - len(erased)
+    for s in range(end + 1):
+        written = sum(1 for v in schedule.order if schedule.ready[v] <= s)
+        gone = sum(1 for v, at in schedule.erase_at.items() if at < s)
+        assert schedule.hot_entries(s) == 1 + written - gone
 
 
 def test_schedule_is_deterministic_text():
@@ -79,10 +85,10 @@ def test_too_few_units_is_a_capacity_error(tmp_path):
 
 def test_too_few_dims_is_a_capacity_error(tmp_path):
     toml = tmp_path / "thin.toml"
-    toml.write_text('name = "thin"\nnum_layers = 45\nhidden_size = 300\n'
+    toml.write_text('name = "thin"\nnum_layers = 45\nhidden_size = 200\n'
                     'intermediate_size = 6144\n[linear_attention]\nnum_key_heads = 16\n'
                     'num_value_heads = 16\n')
-    with pytest.raises(CapacityError, match="residual dims: the plan needs 622 "):
+    with pytest.raises(CapacityError, match="residual dims: the plan needs 242 "):
         compile_spec(TINY, str(toml))
 
 
@@ -150,17 +156,22 @@ def test_file_target_caps_and_full_attention_layers():
                for op in schedule.plan.ops)
 
 
-def test_reuse_layout_never_overlaps_live_values():
-    from qwengpu.backend_torch.schedule import reuse_layout
+def test_reused_dims_never_overlap_live_values():
     schedule = compile_spec(TINY).schedule
-    start, dims, erase_units = reuse_layout(schedule)
-    last, sizes = schedule.last_use(), {v: schedule.plan.values[v].size for v in schedule.order}
-    end = 2 * schedule.target.num_layers
-    until = {v: end + 1 if last[v] >= end else (last[v] | 1) + 1 for v in schedule.order}
-    values = schedule.order
+    sizes = {v: schedule.plan.values[v].size for v in schedule.order}
+    last, end = schedule.last_use(), 2 * schedule.target.num_layers
+    # a value holds its dims until its erasure, or to the end of the pass
+    until = {v: schedule.erase_at[v] + 1 if v in schedule.erase_at else end + 1
+             for v in schedule.order}
+    for v, at in schedule.erase_at.items():
+        assert at % 2 == 1 and at >= last[v] and at - last[v] <= 1
+    values, start = schedule.order, schedule.start
     for i, a in enumerate(values):
         for b in values[i + 1:]:
             lives = schedule.ready[a] < until[b] and schedule.ready[b] < until[a]
             dims_meet = start[a] < start[b] + sizes[b] and start[b] < start[a] + sizes[a]
             assert not (lives and dims_meet), (a, b)
-    assert schedule.peak_live_dims <= dims < schedule.dims and erase_units > 0
+    assert schedule.peak_live_dims <= schedule.dims < 1 + sum(sizes.values())
+    assert schedule.target.hidden_size >= schedule.dims
+    assert all(schedule.layer_units(layer) <= schedule.target.intermediate_size
+               for layer in range(schedule.target.num_layers))
