@@ -9,6 +9,8 @@ interpreter (`qwengpu.dsl.Simulator`), encoded with the protocol.
 
 from __future__ import annotations
 
+import os
+
 import torch
 from transformers import AutoModelForCausalLM
 
@@ -25,9 +27,10 @@ def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", p
 
 
 def load(directory, dtype=None):
+    """The checkpoint under stock transformers, on `$QWENGPU_TEST_DEVICE` (default cpu)."""
     kwargs = {"dtype": dtype} if dtype is not None else {}
     model = AutoModelForCausalLM.from_pretrained(str(directory), **kwargs)
-    model.eval()
+    model.to(os.environ.get("QWENGPU_TEST_DEVICE", "cpu")).eval()
     return model
 
 
@@ -45,9 +48,9 @@ def expected_trace(compiled, sim: Simulator, max_records: int = 1000) -> list[in
 
 @torch.no_grad()
 def generate(model, prompt: list[int], max_new_tokens: int) -> list[int]:
-    out = model.generate(torch.tensor([prompt]), max_new_tokens=max_new_tokens,
-                         do_sample=False, attention_mask=torch.ones(1, len(prompt),
-                                                                    dtype=torch.long))
+    ids = torch.tensor([prompt], device=model.device)
+    out = model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False,
+                         attention_mask=torch.ones_like(ids))
     return out[0, len(prompt):].tolist()
 
 
