@@ -212,10 +212,12 @@ class MlpWriter:
         self.flushed = True
         if self.mlp is None or not self._next:
             return self._next
-        used = torch.tensor([self.units[i] for i in range(self._next)])
+        first, last = self.units[0], self.units[self._next - 1]
+        used = slice(first, last + 1) if last - first + 1 == self._next else \
+            torch.tensor([self.units[i] for i in range(self._next)])
         for weight in (self.mlp.gate_proj.weight, self.mlp.up_proj.weight):
-            if weight[used].any():
-                raise ValueError(f"MLP units {used[0].item()}..{used[-1].item()} already in use")
+            if torch.count_nonzero(weight[used]):
+                raise ValueError(f"MLP units {first}..{last} already in use")
         with torch.no_grad():
             for weight, rows, fold in ((self.mlp.gate_proj.weight, self._gate, self.rms),
                                        (self.mlp.up_proj.weight, self._up, self.rms)):
@@ -232,8 +234,8 @@ def _scatter(weight: torch.Tensor, entries: list, fold: float, transpose: bool) 
     rows, cols = (dims, units) if transpose else (units, dims)
     rows, cols = torch.tensor(rows), torch.tensor(cols)
     flat = rows * weight.shape[1] + cols
-    total = torch.zeros(weight.numel(), dtype=torch.float64)
-    total.index_add_(0, flat, torch.tensor(values, dtype=torch.float64) * fold)
-    touched = torch.unique(flat)
+    touched, where = torch.unique(flat, return_inverse=True)
+    total = torch.zeros(len(touched), dtype=torch.float64)
+    total.index_add_(0, where, torch.tensor(values, dtype=torch.float64) * fold)
     view = weight.view(-1)
-    view[touched] = (view[touched].double() + total[touched]).to(weight.dtype)
+    view[touched] = (view[touched].double() + total).to(weight.dtype)
