@@ -77,6 +77,9 @@ def allocate(schedule: Schedule) -> tuple[ResidualLayout, dict[str, Group]]:
             group = Group(name, schedule.start[name], 1, value.analog_scale, ANALOG)
         else:
             group = Group(name, schedule.start[name], value.size)
+        if group.stop > layout.hidden_size:
+            raise ValueError(f"{name}: dims {group.start}..{group.stop - 1} outside the "
+                             f"residual of {layout.hidden_size}")
         groups[name] = layout.groups[name] = group
     return layout, groups
 
