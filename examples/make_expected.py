@@ -10,6 +10,9 @@ machine.  For each example:
 - the model raises AddressFault -> {"trap": "address"}      (the machine must trap)
 - otherwise                     -> {"buffers": {name: [int32, ...]}} in launch order.
 
+`model.MACHINE`, where set, is the `-P` parameters of the reduced machine an example is
+written for (`machine_params`); the tests run it there as well as on the default machine.
+
     python examples/make_expected.py           # rewrite the expected.json files
     python examples/make_expected.py --check   # exit 1 if any is missing or stale
 """
@@ -40,6 +43,11 @@ def load_model(example: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def machine_params(example: Path) -> dict[str, int] | None:
+    """The example's `model.MACHINE` (the -P parameters of its reduced machine), or None."""
+    return getattr(load_model(example), "MACHINE", None)
 
 
 def compute_expected(example: Path) -> dict:

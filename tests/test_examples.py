@@ -10,6 +10,8 @@ examples/make_expected.py from the model, never from the machine).
 - test_run_from_ptx / test_run_from_cu: `hdlc run LAUNCH --backend sim --json` in-process,
   buffers compared word for word with expected.json; error examples must exit 1 with the
   expected substring in stderr.  The .cu variant needs nvcc on PATH.
+- test_reduced_machine_*: the examples whose model.py sets MACHINE (the -P parameters of a
+  reduced machine, e.g. one lane and one warp) fit it and run on it exactly as well.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ PARAM_WORDS = 8
 
 EXAMPLES = make_expected.example_dirs(EXAMPLES_DIR)
 IDS = [str(p.relative_to(EXAMPLES_DIR)) for p in EXAMPLES]
+REDUCED = {example: params for example in EXAMPLES
+           if (params := make_expected.machine_params(example))}
+REDUCED_IDS = [str(p.relative_to(EXAMPLES_DIR)) for p in REDUCED]
+MACHINE_PARAMETERS = {"LANES", "WARPS", "REGS", "PREDS", "MEM_WORDS", "PARAM_WORDS",
+                      "PROG_WORDS"}
 NVCC = shutil.which("nvcc")
 
 
@@ -174,12 +181,12 @@ def test_run_grid_detects_races():
 
 # --- running on the machine (hdlc run --backend sim) ---------------------------------------
 
-def _run_cli(capsys, launch_path: Path) -> tuple[int, str, str]:
+def _run_cli(capsys, launch_path: Path, flags: tuple[str, ...] = ()) -> tuple[int, str, str]:
     from qwengpu.cli import main
 
     capsys.readouterr()
     try:
-        code = main(["run", str(launch_path), "--backend", "sim", "--json"])
+        code = main(["run", str(launch_path), "--backend", "sim", "--json", *flags])
     except SystemExit as stop:           # argparse errors
         code = stop.code if isinstance(stop.code, int) else 1
     captured = capsys.readouterr()
@@ -225,6 +232,41 @@ def test_run_from_ptx(example: Path, tmp_path: Path, capsys):
 def test_run_from_cu(example: Path, tmp_path: Path, capsys):
     launch_path = _stage(example, tmp_path, "kernel.cu")
     _check_result(example, *_run_cli(capsys, launch_path))
+
+
+def _machine_flags(params: dict[str, int]) -> tuple[str, ...]:
+    return tuple(flag for name, value in params.items() for flag in ("-P", f"{name}={value}"))
+
+
+def test_some_examples_target_a_one_lane_machine():
+    assert len(REDUCED) >= 2
+    assert any(params["LANES"] == 1 and params["WARPS"] == 1 for params in REDUCED.values())
+
+
+@pytest.mark.parametrize("example", REDUCED, ids=REDUCED_IDS)
+def test_reduced_machine_layout(example: Path):
+    params = REDUCED[example]
+    assert set(params) == MACHINE_PARAMETERS
+    launch = _load(example, "launch.json")
+    assert launch["grid"] * -(-launch["block"] // params["LANES"]) <= params["WARPS"]
+    assert sum(len(values) for values in launch["buffers"].values()) <= params["MEM_WORDS"]
+    assert len(launch["args"]) <= params["PARAM_WORDS"]
+    assert "buffers" in _load(example, "expected.json")
+
+
+@pytest.mark.parametrize("example", REDUCED, ids=REDUCED_IDS)
+def test_reduced_machine_run_from_ptx(example: Path, tmp_path: Path, capsys):
+    launch_path = _stage(example, tmp_path, "kernel.ptx")
+    flags = _machine_flags(REDUCED[example])
+    _check_result(example, *_run_cli(capsys, launch_path, flags))
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("example", REDUCED, ids=REDUCED_IDS)
+def test_reduced_machine_run_from_cu(example: Path, tmp_path: Path, capsys):
+    launch_path = _stage(example, tmp_path, "kernel.cu")
+    flags = _machine_flags(REDUCED[example])
+    _check_result(example, *_run_cli(capsys, launch_path, flags))
 
 
 def _nvcc_release(text: str) -> str | None:

@@ -6,9 +6,13 @@ from the schedule's norm ledger) are built from restoring `step` units (see
 `gadgets/core.py`), so every output is a clean one-hot group whatever the small deviations
 of the inputs:
 
-- `sum`: the total `S = sum terms[i][x_i]` is a linear form; a bias writes the table value
-  at the lowest reachable total and one step per breakpoint of the table moves the hot
-  entry (`put(new) - put(old)`): 2 units per breakpoint.
+- `sum`: the total `S = sum terms[i][x_i]` is a linear form (an analog operand's affine term
+  reads its dim); a bias writes the table value at the lowest reachable total and one step
+  per breakpoint of the table moves the hot entry (`put(new) - put(old)`): 2 units per
+  breakpoint.
+- `mul_column` (analog): one gated unit per bit `a_i` reaching the column, as
+  `gadgets/multiply.py`'s products layer: condition `a_i`, value the form of b's bits it
+  meets there, output `put_analog`.
 - `carry`: one step per possible origin of the carry (cin or a generate followed only by
   propagates; the origins are mutually exclusive), on a 0 bias.
 - `select`, `choose` (a selector value *set* per arm, and a default arm), `priority`:
@@ -31,12 +35,13 @@ from typing import Sequence
 
 import torch
 
-from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, const, entries, put, weighted
+from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, bit_of, const, entries, put, \
+    put_analog, value_of, weighted
 from qwengpu.backend_torch.gadgets.memory import (Memory, HeadWriter, address, drive_for,
                                                   fixed_address, when)
 from qwengpu.backend_torch.plan import HEAD_DIM, Op, Plan
-from qwengpu.backend_torch.residual import Group
-from qwengpu.passes.digits import DIGIT_OPS, sum_values
+from qwengpu.backend_torch.residual import ANALOG, Group
+from qwengpu.passes.digits import DIGIT_BITS, DIGIT_OPS, affine_fit, sum_values
 
 
 class _Operands:
@@ -112,6 +117,8 @@ def emit_mlp(writer: MlpWriter, op: Op, plan: Plan, groups: dict[str, Group]) ->
         arms = [(values, _Operands(plan, groups, [a]).items[0]) for values, a in spec["arms"]]
         default = _Operands(plan, groups, [spec["default"]]).items[0]
         _emit_choose(writer, sel, arms, default, out)
+    elif kind == "mul_column":
+        _emit_mul_column(writer, spec["node"], _Operands(plan, groups, spec["operands"]), out)
     elif kind == "priority":
         _emit_priority(writer, spec["node"], _Operands(plan, groups, spec["operands"]), out)
     elif kind == "lut":
@@ -139,6 +146,13 @@ def _emit_sum(writer, node, ops: _Operands, out: Group) -> None:
         if group is None:
             form = form + const(term[value])
             domains.append((value,))
+        elif group.kind == ANALOG:
+            line = affine_fit([(v, term[v]) for v in sorted(domain)])
+            if line is None:
+                raise ValueError(f"{group.name}: an analog value read through a term that is "
+                                 "not affine")
+            form = form + value_of(group) * float(line[0]) + const(line[1])
+            domains.append(domain)
         else:
             form = form + weighted(group, lambda v, t=term: t[v] if v < len(t) else 0)
             domains.append(domain)
@@ -152,6 +166,34 @@ def _emit_sum(writer, node, ops: _Operands, out: Group) -> None:
         if table(s) != table(t):
             step(writer, form, (s + t) / 2, put(out, table(t)) - put(out, table(s)),
                  gap=(t - s) / 2)
+
+
+def _emit_mul_column(writer, node, ops: _Operands, out: Group) -> None:
+    """Per bit `a_i` (a constant bit: a linear unit, or nothing), the form of b's bits that it
+    meets in column `node.low`, weighted `2^((i+j) % 4)`."""
+    count = node.groups[0]
+    a, b = ops.items[:count], ops.items[count:]
+    b_bits = []                    # bit j of b as a form (a constant digit: a constant)
+    for group, _, value in b:
+        b_bits += [const((value >> bit) & 1) if group is None else bit_of(group, bit)
+                   for bit in range(DIGIT_BITS)]
+    for p, (group, _, value) in enumerate(a):
+        for bit in range(DIGIT_BITS):
+            i = DIGIT_BITS * p + bit
+            form = Form()
+            for j, b_bit in enumerate(b_bits):
+                if (i + j) // DIGIT_BITS == node.low:
+                    form = form + b_bit * float(2 ** ((i + j) % DIGIT_BITS))
+            form = Form({dim: c for dim, c in form.items() if c})
+            if not form:
+                continue
+            if group is None:
+                if (value >> bit) & 1:
+                    writer.linear(form, put_analog(out))
+                continue
+            condition = bit_of(group, bit)
+            if condition:
+                writer.gated(condition, form, put_analog(out))
 
 
 def _emit_carry(writer, ops: _Operands, out: Group) -> None:
@@ -286,7 +328,11 @@ def bf16_risks(plan: Plan) -> list[tuple[Op, int]]:
 def count_units(op: Op, plan: Plan) -> int:
     """The MLP units op `op` takes (its emitter run on a counting writer)."""
     names = op.inputs + op.outputs + [CONSTANT_GROUP]
-    groups = {name: Group(name, 0, plan.values[name].size) for name in names}
+    groups = {}
+    for name in names:
+        value = plan.values[name]
+        groups[name] = Group(name, 0, value.size) if value.analog_scale is None else \
+            Group(name, 0, 1, value.analog_scale, ANALOG)
     writer = MlpWriter(None, range(1 << 30), 1.0)
     emit_mlp(writer, op, plan, groups)
     return writer.flush()
@@ -361,9 +407,10 @@ def embedding_table(plan: Plan, groups: dict[str, Group], hidden: int) -> torch.
 
 def lm_head_table(plan: Plan, groups: dict[str, Group], hidden: int, final_rms: float,
                   margin: float) -> torch.Tensor:
-    """Rows of field tokens and eos collect `margin` per matching emission group (a missing
-    high digit is a wildcard); every other token's row is 0.  See the module doc of
-    `gadgets/tokens.py` for why the right token wins by `margin`."""
+    """Rows of field tokens, port tokens and eos collect `margin` per matching emission group
+    (a missing high digit is a wildcard; port tokens and eos match any digit); every other
+    token's row is 0.  See the module doc of `gadgets/tokens.py` for why the right token
+    wins by `margin`."""
     protocol = plan.protocol
     kind, lo, hi = (groups[plan.emission[k]] for k in ("kind", "lo", "hi"))
     unit = margin * final_rms
@@ -378,8 +425,9 @@ def lm_head_table(plan: Plan, groups: dict[str, Group], hidden: int, final_rms: 
                 row[hi.dim(token.value >> 4)] = unit
             else:
                 row[hi.start:hi.stop] = unit
-        elif token.id == protocol.eos_id:
-            row[kind.dim(protocol.tokens_per_record)] = unit
+        elif token.id == protocol.eos_id or token.kind == "port":
+            position = token.slot if token.kind == "port" else protocol.tokens_per_record
+            row[kind.dim(position)] = unit
             row[lo.start:lo.stop] = unit
             row[hi.start:hi.stop] = unit
     return table

@@ -6,20 +6,25 @@ docs/compiler.md (bottom to top):
 
 1. **Embedding** values, set by every token (`tok.*`, see `EMBEDDING`): the record-scratch
    slot of a field/init token, the staging slot of a stage token, the token's byte as two hex
-   digits, the token's *mode* (other / closes a record / `<bos>` / commit of element `e`), the
-   flat index a commit token names, and the record slot of the next token to emit.
+   digits, the token's *mode* (other / closes a record / `<bos>` / commit of element `e` /
+   commit of write port k), the flat index a commit token names, and the record position of
+   the next token to emit.
 2. **Scratch** (mixer of layer 0): the record scratch and the staging scratch, DeltaNet heads
    keyed by slot whose read-out is every slot at once (`scratch` ops).
 3. **Commit**: the write cones of the graph, computed from the record fields read back from
    the scratch (`field_input` digits after `cut-at-fields`, or field digits of an uncut
-   graph) (`c%N` values), reads of static state, then per written state element the
-   merge with the prompt's commit tokens (`wr.E.idx`, `wr.E.data.i`, `wr.E.en`).
+   graph) (`c%N` values), reads of static state, then per written store the merge of its
+   write ports (port k on the record's port-k token, `port_mode`) with the prompt's commit
+   tokens (`wr.E.idx`, `wr.E.d<i>`, `wr.E.en`).
 4. **State**: one `memory` op per read port (a replica: every replica is written with the
    same key, value and enable); static state is written by commit tokens only.
 5. **Step logic** (`s%N` values): the cones of the record fields and of `stop`.
-6. **Emission**: `next.kind` (the next record slot, or end of launch), `next.lo`, `next.hi`.
+6. **Emission**: `next.kind` (the next record position, or end of launch), `next.lo`,
+   `next.hi`.
 
-Values are one-hot groups indexed by the raw value (a `u3` digit has 8 dims, a bit 2).
+Values are one-hot groups indexed by the raw value (a `u3` digit has 8 dims, a bit 2), except
+the analog column sums of a multiplier (`mul_column`): one dim holding the number
+times `analog_scale`.
 Every op is given its inputs as *operands*: `("v", name)` for a value, `("c", k)` for a
 constant.  `schedule.py` places the ops into layers; `emit.py` writes their weights.
 """
@@ -27,12 +32,13 @@ constant.  `schedule.py` places the ops into layers; `emit.py` writes their weig
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from qwengpu.backend_torch.gadgets.multiply import ANALOG_SCALE
 from qwengpu.backend_torch.protocol import TraceProtocol
 from qwengpu.backend_torch.stores import Store, commit_target, const_index, index_digits, \
     plan_stores, store_of
 from qwengpu.errors import CapacityError, HdlError, Location
 from qwengpu.passes.check_trace_carried import check_trace_carried, field_values
-from qwengpu.passes.digits import DIGIT_OPS
+from qwengpu.passes.digits import ANALOG_OPS, DIGIT_OPS
 from qwengpu.passes.ir import Graph
 
 HEAD_DIM = 128
@@ -83,10 +89,11 @@ class Plan:
     estimate: bool = False
     stores: list = field(default_factory=list)
 
-    def value(self, name: str, size: int, domain=None, loc=None) -> str:
+    def value(self, name: str, size: int, domain=None, loc=None,
+              analog_scale: float | None = None) -> str:
         if name not in self.values:
             self.values[name] = Value(name, size, tuple(domain if domain is not None
-                                                         else range(size)), loc)
+                                                         else range(size)), loc, analog_scale)
         return name
 
     def add(self, op: Op) -> Op:
@@ -120,8 +127,7 @@ def build_plan(graph: Graph, protocol: TraceProtocol, estimate: bool = False) ->
 
     `estimate=True` plans a spec whose writes are not all carried, for figures only: a
     non-carried state value in a write cone is taken as if the record carried it (an extra
-    embedding value `uncarried.*`), and several writes to one element get one write port each
-    (the model would need one commit per write).  Such a plan cannot be built into weights."""
+    embedding value `uncarried.*`).  Such a plan cannot be built into weights."""
     if not estimate:
         check_trace_carried(graph)
     plan = Plan(protocol, graph)
@@ -158,11 +164,17 @@ def _share_luts(plan: Plan) -> None:
     plan.ops = [merged.get(p, op) for p, op in enumerate(plan.ops) if p not in drop]
 
 
+def port_mode(plan: Plan, port: int) -> int:
+    """`tok.mode` of the token whose pass commits write port `port`: the record's close for
+    port 0, the port token for the others (modes after the stores' commit modes)."""
+    return MODE_CLOSE if port == 0 else MODE_COMMIT + len(plan.stores) + port - 1
+
+
 def _embedding(plan: Plan) -> None:
     p = plan.protocol
-    sizes = {"tok.rslot": p.tokens_per_record + 1, "tok.sslot": p.stage_bytes + 1,
+    sizes = {"tok.rslot": len(p.record_slots) + 1, "tok.sslot": p.stage_bytes + 1,
              "tok.lo": 16, "tok.hi": 16, "tok.bos": 2,
-             "tok.mode": MODE_COMMIT + len(plan.stores),
+             "tok.mode": MODE_COMMIT + len(plan.stores) + p.write_ports - 1,
              "tok.cidx": max([s.size for s in plan.stores] + [1]),
              "tok.next": p.tokens_per_record}
     for name, size in sizes.items():
@@ -173,15 +185,17 @@ def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
     """What each embedding value holds on token `token_id` (see `_embedding`)."""
     protocol = plan.protocol
     token = protocol.describe(token_id)
-    slots = protocol.tokens_per_record
-    held = {"tok.rslot": slots, "tok.sslot": protocol.stage_bytes, "tok.lo": 0, "tok.hi": 0,
-            "tok.bos": 0, "tok.mode": MODE_OTHER, "tok.cidx": 0, "tok.next": 0}
+    held = {"tok.rslot": len(protocol.record_slots), "tok.sslot": protocol.stage_bytes,
+            "tok.lo": 0, "tok.hi": 0, "tok.bos": 0, "tok.mode": MODE_OTHER, "tok.cidx": 0,
+            "tok.next": 0}
     if token.kind in ("field", "init"):
         held["tok.rslot"] = token.slot
-    if token.kind == "field":
-        held["tok.next"] = (token.slot + 1) % slots
-        if token.closes_record:
-            held["tok.mode"] = MODE_CLOSE
+    if token.kind in ("field", "port"):
+        held["tok.next"] = protocol.following_slot(token_id)
+    if token.closes_record:
+        held["tok.mode"] = port_mode(plan, 0)
+    if token.kind == "port":
+        held["tok.mode"] = port_mode(plan, token.port)
     if token.kind == "stage":
         held["tok.sslot"] = token.byte
     if token.kind in ("field", "stage"):
@@ -207,8 +221,7 @@ class _Builder:
         self.stage_digit: dict[tuple[int, int], str] = {}
         self.ports: dict[tuple, list[str]] = {}        # (region, state, index) -> outputs
         self.memo: dict[tuple[str, int], tuple] = {}
-        self.writes_of: dict[str, int] = {}
-        self.extra_writes: list[int] = []
+        self.writes_of: dict[str, list[tuple[int, list, tuple]]] = {}   # store -> ports
 
     # -- the scratch (layer 0) ------------------------------------------------------------
     def scratch(self) -> None:
@@ -292,8 +305,10 @@ class _Builder:
         elif node.op in DIGIT_OPS:
             operands = [self.operand(region, a) for a in node.args]
             name = f"{region[0]}%{node_id}"
-            size = 1 << node.width
-            self.plan.value(name, size, self.graph.domain(node_id), node.loc)
+            if node.op in ANALOG_OPS:      # one dim holding the number (mul_column, ...)
+                self.plan.value(name, 1, self.graph.domain(node_id), node.loc, ANALOG_SCALE)
+            else:
+                self.plan.value(name, 1 << node.width, self.graph.domain(node_id), node.loc)
             self.plan.add(Op(name, "mlp", {"op": node.op, "node": node, "operands": operands},
                              operand_values(operands), [name], region, node.loc))
             result = ("v", name)
@@ -345,8 +360,10 @@ class _Builder:
         self.ports[key] = outputs
         return outputs
 
-    def flat_index(self, region: str, store: Store, groups, operands, loc) -> str:
-        """A value holding the store's flat local index (or `size` when out of range)."""
+    def flat_index(self, region: str, store: Store, groups, operands, loc,
+                   tag: str = "") -> str:
+        """A value holding the store's flat local index (or `size` when out of range);
+        `tag` tells apart the indices of one store's write ports."""
         if len(operands) == 1 and operands[0][0] == "v" and \
                 max(self.plan.values[operands[0][1]].domain) < store.size:
             return operands[0][1]
@@ -371,7 +388,7 @@ class _Builder:
             raise CapacityError(f"memory {name} has {element.size} elements and this index can "
                                 f"be out of range: a DeltaNet head holds {HEAD_DIM - 1} "
                                 "elements and the spare slot out-of-range reads use", loc)
-        out = f"{region[0]}.{name}.index{len(self.ports)}"
+        out = f"{region[0]}.{name}.index{len(self.ports)}{tag}"
         self.plan.value(out, element.size + 1 if spare else element.size, loc=loc)
         self.plan.add(Op(out, "mlp", {"op": "fn", "operands": list(operands), "fn": flat},
                          operand_values(operands), [out], region, loc))
@@ -379,57 +396,81 @@ class _Builder:
 
     # -- the commit region ----------------------------------------------------------------------
     def commit(self) -> None:
+        """The write side of every written store.  A store's writes are its write ports in
+        the spec's order (write sinks keep the order of the design's writes): port k is
+        committed on the record's port-k token, so of two enabled writes to one element the
+        later one wins, as in the interpreter."""
         for write_id, write in self.graph.items():
             if write.op != "write":
                 continue
             store, operands, groups = self.store_and_index("commit", write, write.args)
-            if store.name in self.writes_of and self.plan.estimate:
-                self.extra_writes.append((write_id, store, operands, groups))
-                continue
-            if store.name in self.writes_of:
-                raise CapacityError(
-                    f"{store.name} is written by more than one write per step (and no index "
-                    "dimension is constant in every write, so banks cannot separate them); the "
-                    "compiled model commits one write per store and record (first at "
-                    f"{self.graph.node(self.writes_of[store.name][0]).loc})", write.loc)
-            self.writes_of[store.name] = (write_id, store, operands, groups)
+            self.writes_of.setdefault(store.name, []).append((write_id, operands, groups))
         for store in self.plan.stores:
-            if store.name in self.writes_of:
-                self.write_port(*self.writes_of[store.name], store.name)
-        for count, (write_id, store, operands, groups) in enumerate(self.extra_writes):
-            self.write_port(write_id, store, operands, groups, f"{store.name}#{count + 1}")
+            ports = self.writes_of.get(store.name)
+            if ports is None:
+                continue
+            if len(ports) > self.protocol.write_ports:
+                raise RuntimeError(f"{store.name} has {len(ports)} write ports, the protocol "
+                                   f"{self.protocol.write_ports} (stores.write_ports)")
+            self.write_port(store, ports)
 
-    def write_port(self, write_id: int, store: Store, index_operands, index_groups,
-                   name: str) -> None:
-        plan = self.plan
-        write = self.graph.node(write_id)
-        groups = write.groups or (1,) * len(write.args)
-        enable = self.operand("commit", write.args[0])
-        data = [self.operand("commit", a) for a in write.args[len(write.args) - groups[-1]:]]
-        mode = store.mode
-        digits = -(-store.width // 4)
-        # data: staged bytes on its commit token, 0 on <bos>, the commit cone otherwise
-        for d in range(digits):
-            bits = _digit_bits(store.width, d)
-            out = plan.value(f"wr.{name}.d{d}", 1 << bits, loc=write.loc)
-            cone = data[d] if d < len(data) else ("c", 0)
+    def write_port(self, store: Store, ports: list[tuple[int, list, tuple]]) -> None:
+        """`wr.S.d<i>`, `wr.S.idx`, `wr.S.en`: what `store` writes on each token: the staged
+        value on its own commit token, 0 on `<bos>`, write port k on the pass of `port_mode(k)`
+        (`ports`: per port, the write node and its local index operands and groups)."""
+        plan, name, mode = self.plan, store.name, store.mode
+        loc = self.graph.node(ports[0][0]).loc
+        enables, data = [], []
+        for write_id, _, _ in ports:
+            write = self.graph.node(write_id)
+            groups = write.groups or (1,) * len(write.args)
+            enables.append(self.operand("commit", write.args[0]))
+            data.append([self.operand("commit", a)
+                         for a in write.args[len(write.args) - groups[-1]:]])
+        later = [port_mode(plan, k) for k in range(1, len(ports))]
+        for d in range(-(-store.width // 4)):
+            out = plan.value(f"wr.{name}.d{d}", 1 << _digit_bits(store.width, d), loc=loc)
+            cones = [digits[d] if d < len(digits) else ("c", 0) for digits in data]
             staged = ("v", self.stage_digit[(d // 2, d % 2)])
-            self._choose(out, [((mode,), staged), ((MODE_BOS,), ("c", 0))], cone, write.loc)
-        index = None
+            arms = [((mode,), staged), ((MODE_BOS,), ("c", 0))]
+            self._choose(out, arms + [((m,), cone) for m, cone in zip(later, cones[1:])],
+                         cones[0], loc)
+        indices = []
         if store.kind == "memory":
-            index = self.flat_index("commit", store, index_groups, index_operands, write.loc)
-            out = plan.value(f"wr.{name}.idx", max(store.size, plan.values[index].size),
-                             loc=write.loc)
-            self._choose(out, [((mode,), ("v", "tok.cidx"))], ("v", index), write.loc)
-        # enable: its commit token, or a record close whose write is enabled and in range
-        en_operands = [("v", "tok.mode"), enable] + ([("v", index)] if index else [])
-        size = store.size
+            tags = [f".p{k}" if len(ports) > 1 else "" for k in range(len(ports))]
+            indices = [self.flat_index("commit", store, groups, operands,
+                                       self.graph.node(write_id).loc, tag)
+                       for tag, (write_id, operands, groups) in zip(tags, ports)]
+            size = max([store.size] + [plan.values[i].size for i in indices])
+            out = plan.value(f"wr.{name}.idx", size, loc=loc)
+            arms = [((mode,), ("v", "tok.cidx"))]
+            self._choose(out, arms + [((m,), ("v", i)) for m, i in zip(later, indices[1:])],
+                         ("v", indices[0]), loc)
+        # enable: its commit token, or a port's token when the port is enabled and in range
+        port_enables = []
+        for k, enable in enumerate(enables):
+            out = plan.value(f"wr.{name}.en" + (f".p{k}" if len(ports) > 1 else ""), 2, loc=loc)
+            index = [("v", indices[k])] if indices else []
+            self._port_enable(out, store, k, [enable] + index, loc)
+            port_enables.append(("v", out))
+        if len(ports) > 1:
+            out = plan.value(f"wr.{name}.en", 2, loc=loc)
+            plan.add(Op(out, "mlp", {"op": "fn", "operands": port_enables,
+                                     "fn": lambda *e: int(any(e))},
+                        operand_values(port_enables), [out], "commit", loc))
+
+    def _port_enable(self, out: str, store: Store, port: int, operands: list, loc) -> None:
+        """`out` = 1 on the pass that commits `port` when its write is enabled (`operands`:
+        enable, then the flat index of a memory) and in range; port 0 also on the store's
+        prompt commit token."""
+        commit, when, size = store.mode if port == 0 else None, port_mode(self.plan, port), \
+            store.size
 
         def en(m, e, i=0):
-            return int(m == mode or (m == MODE_CLOSE and e == 1 and i < size))
-        out = plan.value(f"wr.{name}.en", 2, loc=write.loc)
-        plan.add(Op(out, "mlp", {"op": "fn", "operands": en_operands, "fn": en},
-                    operand_values(en_operands), [out], "commit", write.loc))
+            return int(m == commit or (m == when and e == 1 and i < size))
+        operands = [("v", "tok.mode")] + operands
+        self.plan.add(Op(out, "mlp", {"op": "fn", "operands": operands, "fn": en},
+                         operand_values(operands), [out], "commit", loc))
 
     def _choose(self, out, arms, default, loc) -> None:
         operands = [("v", "tok.mode")] + [a for _, a in arms] + [default]

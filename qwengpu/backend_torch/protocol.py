@@ -11,8 +11,9 @@ the format for readers; this docstring is the API for the emitter and the runtim
                                                  commit_token, and .pad_id .unk_id .bos_id
                                                  .trace_id .eos_id)
     protocol.encode_records(records) -> ids      (a trace, ending with eos)
-    protocol.record_slots[i] -> (field, byte);   protocol.following_slot(token_id) -> slot
-                                                 the model emits next (None: output unused)
+    protocol.record_slots[i] -> (field, byte);   protocol.following_slot(token_id) -> record
+                                                 position the model emits next (None: unused)
+    protocol.write_ports, protocol.port_token(k) (commit tokens of a record: see `port`)
     protocol.save(dir); TraceProtocol.load(dir)  (protocol.json + tokenizer files)
 
 Token kinds, in id order (ids are dense, 0 .. vocab_size-1, fixed by the design alone):
@@ -23,8 +24,16 @@ Token kinds, in id order (ids are dense, 0 .. vocab_size-1, fixed by the design 
 - `field`: one token per (record field, byte, value).  A field of `width` bits is
   `ceil(width/8)` bytes, little-endian; byte `b` has `2**min(8, width - 8b)` values.  Text
   `{field}.b{byte}={value:02x}`, e.g. `rval2.b1=3f`.  A record is its fields' bytes in emit
-  order (`record_slots`), nothing else: `tokens_per_record` tokens.  The tokens of the last
-  slot (`closes_record`) close the record: that is the token whose pass commits the record.
+  order (`record_slots`), then its port tokens.  The tokens of the last slot
+  (`closes_record`) close the record: their pass commits write port 0 of every store.
+- `port`: one token per write port k = 1 .. `write_ports`-1, text `commit:port{k}`: its pass
+  commits write port k of every store that has one (a store written several times per step,
+  e.g. `mem` by every lane, `qwengpu.backend_torch.stores.write_ports`), from the record
+  still in the scratch.  The model emits them itself, after the record's last field, in
+  order, in every record: a record is `tokens_per_record` = fields' bytes + `write_ports`-1
+  tokens, and *record positions* 0 .. `tokens_per_record`-1 number them (field slots first,
+  port k at position `len(record_slots)` + k - 1, its `slot`).  A machine whose stores all
+  take one write per step has no port tokens.
 - `init`: one token per record slot, text `init:{field}.b{byte}`: write 0 into that slot of
   the record scratch without closing a record (prompt only: scratch initialisation).
 - `stage`: one token per (byte, value) for bytes 0 .. `stage_bytes`-1 (enough for the widest
@@ -34,9 +43,9 @@ Token kinds, in id order (ids are dense, 0 .. vocab_size-1, fixed by the design 
   `register`s, in declaration order), text `mem[5]`, `regs[3][1][4]`, `ntid`: write
   `state[index] <= staged bytes 0 .. ceil(width/8)-1` (little-endian).
 
-The model only ever emits field tokens and `<eos>` (the output after a prompt token is never
-used), so those are the lm_head rows that decide anything; `following_slot` says which slot a
-given input token must be answered with.
+The model only ever emits field tokens, port tokens and `<eos>` (the output after a prompt
+token is never used), so those are the lm_head rows that decide anything; `following_slot`
+says which record position a given input token must be answered with.
 
 Prompt writes therefore do not depend on the DeltaNet conv window: a 64-bit word needs 8 value
 bytes, more than 4 consecutive tokens can carry, so values go through the staging scratch the
@@ -56,6 +65,7 @@ from math import prod
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from qwengpu.backend_torch import stores
 from qwengpu.dsl.netlist import Design
 from qwengpu.errors import UserError
 
@@ -117,14 +127,17 @@ class Token:
     """The meaning of one token id (see the module docstring for the kinds)."""
 
     id: int
-    kind: str                        # control | field | init | stage | commit
-    name: str                        # control text, field name, state name; "" for stage
+    kind: str                        # control | field | port | init | stage | commit
+    name: str                        # control text, field name, state name; "" for stage,
+                                     # "port{k}" for port
     text: str
     byte: int | None = None          # field, init, stage
     value: int | None = None         # field, stage (init writes 0)
     index: tuple[int, ...] | None = None   # commit: element index, () for a register
-    slot: int | None = None          # field, init: position in `record_slots`
+    slot: int | None = None          # field, init: position in `record_slots`; port: its
+                                     # record position
     closes_record: bool = False      # field tokens of the last record slot
+    port: int | None = None          # port: the write port its pass commits
 
 
 def _hex(value: int) -> str:
@@ -139,17 +152,20 @@ class TraceProtocol:
     """The vocabulary of one design (see the module docstring)."""
 
     def __init__(self, design_name: str, fields: Sequence[FieldSpec],
-                 state: Sequence[StateSpec]):
+                 state: Sequence[StateSpec], write_ports: int = 1):
         if not fields:
             raise ProtocolError(f"{design_name} emits no record fields: there is no trace")
+        if write_ports < 1:
+            raise ProtocolError(f"{design_name}: {write_ports} write ports (at least 1)")
         self.design_name = design_name
         self.fields = tuple(fields)
         self.state = tuple(state)
+        self.write_ports = write_ports
         self.field_by_name = {f.name: f for f in self.fields}
         self.state_by_name = {s.name: s for s in self.state}
         self.record_slots = tuple((f.name, b) for f in self.fields for b in range(f.bytes))
         self._slot_index = {slot: position for position, slot in enumerate(self.record_slots)}
-        self.tokens_per_record = len(self.record_slots)
+        self.tokens_per_record = len(self.record_slots) + write_ports - 1
         self.stage_bytes = max((s.bytes for s in self.state), default=1)
         self.tokens: list[Token] = []
         self._ids: dict[str, int] = {}
@@ -163,7 +179,7 @@ class TraceProtocol:
         state = [StateSpec(m.name, "memory", tuple(m.shape), m.width)
                  for m in design.memories.values()]
         state += [StateSpec(r.name, "register", (), r.width) for r in design.registers.values()]
-        return cls(design.name, fields, state)
+        return cls(design.name, fields, state, stores.write_ports(design))
 
     # ---- the vocabulary ---------------------------------------------------------------------
 
@@ -177,13 +193,16 @@ class TraceProtocol:
     def _build(self) -> None:
         for text in CONTROL_TOKENS:
             self._add("control", text, text)
-        last_slot = self.tokens_per_record - 1
+        last_slot = len(self.record_slots) - 1
         for slot, (name, byte) in enumerate(self.record_slots):
             for value in range(self.field_by_name[name].byte_values(byte)):
                 self._add("field", name, f"{name}.b{byte}={_hex(value)}", byte=byte,
                           value=value, slot=slot, closes_record=slot == last_slot)
         self._field_base = {slot: self._ids[f"{name}.b{byte}=00"]
                             for slot, (name, byte) in enumerate(self.record_slots)}
+        for port in range(1, self.write_ports):
+            self._add("port", f"port{port}", f"commit:port{port}", port=port,
+                      slot=len(self.record_slots) + port - 1)
         for slot, (name, byte) in enumerate(self.record_slots):
             self._add("init", name, f"init:{name}.b{byte}", byte=byte, slot=slot)
         for byte in range(self.stage_bytes):
@@ -229,10 +248,18 @@ class TraceProtocol:
     def commit_token(self, name: str, index: Sequence[int] = ()) -> int:
         return self.token_id(commit_text(name, tuple(index)))
 
+    def port_token(self, port: int) -> int:
+        """The token committing write port `port` (1 .. write_ports-1)."""
+        if not 1 <= port < self.write_ports:
+            raise ProtocolError(f"{self.design_name} has no port token {port} (write ports "
+                                f"0 .. {self.write_ports - 1}, port 0 on the record's close)")
+        return self.token_id(f"commit:port{port}")
+
     # ---- records as tokens -------------------------------------------------------------------
 
     def encode_record(self, record: dict[str, int]) -> list[int]:
-        """The `tokens_per_record` ids of one record (every field of the design, by name)."""
+        """The `tokens_per_record` ids of one record (every field of the design, by name),
+        its port tokens included."""
         ids = []
         for field in self.fields:
             value = record[field.name]
@@ -241,7 +268,7 @@ class TraceProtocol:
                                     f"{field.width} bits")
             for byte in range(field.bytes):
                 ids.append(self.field_token(field.name, byte, value >> (8 * byte) & 0xFF))
-        return ids
+        return ids + [self.port_token(port) for port in range(1, self.write_ports)]
 
     def encode_records(self, records: Iterable[dict[str, int]], eos: bool = True) -> list[int]:
         """A whole trace (what the model generates after `<trace>`), eos-terminated."""
@@ -249,14 +276,16 @@ class TraceProtocol:
         return ids + [self.eos_id] if eos else ids
 
     def following_slot(self, token_id: int) -> int | None:
-        """The record slot the model must emit after reading this token: the next slot of
-        the record, slot 0 after `<trace>` and after a token that closes a record (or
+        """The record position the model must emit after reading this token: the next one
+        of the record, position 0 after `<trace>` and after a record's last token (or
         `<eos>` there when the machine stops); None where the output is never used (prompt
         tokens, `<bos>`, `<pad>`, `<unk>`, `<eos>`)."""
         token = self.describe(token_id)
-        if token_id == self.trace_id or token.closes_record:
+        if token_id == self.trace_id:
             return 0
-        return token.slot + 1 if token.kind == "field" else None
+        if token.kind in ("field", "port"):
+            return (token.slot + 1) % self.tokens_per_record
+        return None
 
     def slot_of(self, token_id: int) -> int | None:
         """The record slot a field token fills, or None for any other token."""
@@ -268,7 +297,7 @@ class TraceProtocol:
     def to_json(self) -> dict:
         return {"format": FORMAT, "version": VERSION, "design": self.design_name,
                 "vocab_size": self.vocab_size, "tokens_per_record": self.tokens_per_record,
-                "stage_bytes": self.stage_bytes,
+                "stage_bytes": self.stage_bytes, "write_ports": self.write_ports,
                 "control": {text: self._ids[text] for text in CONTROL_TOKENS},
                 "fields": [[f.name, f.width] for f in self.fields],
                 "state": [{"name": s.name, "kind": s.kind, "shape": list(s.shape),
@@ -282,7 +311,7 @@ class TraceProtocol:
             protocol = cls(data["design"],
                            [FieldSpec(str(name), int(width)) for name, width in data["fields"]],
                            [StateSpec(s["name"], s["kind"], tuple(s["shape"]), s["width"])
-                            for s in data["state"]])
+                            for s in data["state"]], int(data.get("write_ports", 1)))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ProtocolError(f"{where}: malformed protocol ({error!r})") from None
         if protocol.vocab_size != data.get("vocab_size"):

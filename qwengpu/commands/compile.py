@@ -3,7 +3,9 @@
 Parse, elaborate, run the passes (`--passes a,b,c`, default the default pipeline), plan and
 schedule into 45 layers (`--target min` sizes the shape from the schedule; any name under
 specs/targets/ or a .toml path is a fixed shape), emit the weights and write the checkpoint
-directory (see `qwengpu.backend_torch.checkpoint`).  `--dtype float32` (the default) or
+directory (see `qwengpu.backend_torch.checkpoint`), with machine.json recording the spec's
+name and text and the `-P` parameters, the machine `hdlc run --model DIR` then runs
+(`qwengpu.runtime.machine_file`).  `--dtype float32` (the default) or
 `bfloat16`: bf16 is written only on request, after the tests proved the spec exact in it;
 `schedule.txt` in the directory states the decision.  Progress and the compile time go to
 stderr; `--schedule` prints the schedule to stdout.
@@ -17,6 +19,7 @@ import time
 
 from qwengpu.commands.check import add_parameter_option, parse_overrides
 from qwengpu.passes.pipeline import parse_pass_names
+from qwengpu.runtime.machine_file import write_machine_file
 
 NAME = "compile"
 HELP = "compile an HDL spec into a Qwen3.5 checkpoint (45 layers)"
@@ -50,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
     def say(message: str) -> None:
         print(f"[{time.perf_counter() - start:6.1f} s] {message}", file=sys.stderr)
 
-    compiled = compile_spec(args.spec, args.target, names, parse_overrides(args.param,
-                                                                            args.parser), say)
+    overrides = parse_overrides(args.param, args.parser)
+    compiled = compile_spec(args.spec, args.target, names, overrides, say)
     if args.schedule:
         print(format_schedule(compiled.schedule), end="")
     if args.output:
@@ -67,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         if risks and dtype != torch.float32:
             say(f"warning: {risk_text}")
         figures = write_checkpoint(compiled, model, args.output, note)
+        write_machine_file(args.output, args.spec, overrides)
         say(f"wrote {args.output}: {figures['nonzeros']} nonzero of {figures['parameters']} "
             f"parameters, {figures['bytes']} bytes")
     say(f"compile time {time.perf_counter() - start:.1f} s")

@@ -8,7 +8,8 @@ FILE is JSON: a list of ids, `{"ids": [...]}` or `{"input_ids": [...]}`.  It hol
 the generated ids alone (starting with the first record, ending with eos) or the prompt
 followed by them (everything up to `<trace>` is then checked against the launch's prompt).
 The output is that of `hdlc run` (`--json`: buffers, records, tokens, trap); a trap exits 1
-with the located message, and so does a stream that is not a well-formed trace.
+with the located message, and so does a stream that is not a well-formed trace.  The machine
+is the checkpoint's (`--model DIR`) or the one `--spec` and `-P` name, as for `hdlc launch`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from __future__ import annotations
 import argparse
 
 from qwengpu.commands.launch import protocol_for
-from qwengpu.commands.run import report
+from qwengpu.commands.run import add_machine_arguments, chosen_machine, report
 from qwengpu.runtime.decode import decode_launch, read_token_file
-from qwengpu.runtime.launch import load_launch
+from qwengpu.runtime.launch import load_launch, machine_limits
 
 NAME = "decode"
 HELP = "decode the token ids a model generated for a launch into records and buffers"
@@ -30,8 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='generated ids: a JSON list, {"ids": [...]} or {"input_ids": '
                              '[...]}, with or without the prompt in front')
     parser.add_argument("--model", metavar="DIR",
-                        help="compiled checkpoint whose vocabulary to use (default: the "
-                             "vocabulary of specs/qwengpu.hdl)")
+                        help="compiled checkpoint whose vocabulary and machine to use "
+                             "(default: those of --spec and -P)")
+    add_machine_arguments(parser)
     parser.add_argument("--json", action="store_true",
                         help='print one JSON object {"buffers", "records", "tokens", "trap"}')
     parser.add_argument("--trace", action="store_true",
@@ -39,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    launch = load_launch(args.launch)
-    protocol = protocol_for(args.model)
-    result = decode_launch(launch, read_token_file(args.tokens), protocol)
+    machine = chosen_machine(args)
+    launch = load_launch(args.launch, machine_limits(machine))
+    protocol = protocol_for(args.model, machine)
+    result = decode_launch(launch, read_token_file(args.tokens), protocol, machine)
     return report(result, launch, trace=args.trace, as_json=args.json)

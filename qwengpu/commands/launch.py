@@ -5,8 +5,10 @@
 
 The prompt is `{"input_ids": [...]}` (docs/trace.md): generate greedily from it with any
 engine until `eos_token_id`, then `hdlc decode` reads the generated ids.  The vocabulary is the
-checkpoint's (`--model DIR`, its protocol.json) or, without `--model`, the one of
-specs/qwengpu.hdl, which is what `hdlc compile` of that spec writes.
+checkpoint's (`--model DIR`, its protocol.json), and the launch is laid out for the
+checkpoint's machine (its machine.json); without `--model`, both come from the machine that
+`--spec FILE` and `-P NAME=VALUE` name (default specs/qwengpu.hdl), which is what `hdlc compile`
+of that spec with those parameters writes.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import json
 import sys
 
 from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.commands.run import add_machine_arguments, chosen_machine
 from qwengpu.errors import UserError
-from qwengpu.runtime.launch import load_launch
-from qwengpu.runtime.machine_state import load_machine
+from qwengpu.runtime.launch import load_launch, machine_limits
+from qwengpu.runtime.machine_state import Machine
 from qwengpu.runtime.prompt import build_prompt, prompt_text
 
 NAME = "launch"
@@ -29,25 +32,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("launch", help="launch file (JSON: source, kernel, grid, block, "
                                        "buffers, args)")
     parser.add_argument("--model", metavar="DIR",
-                        help="compiled checkpoint whose vocabulary to use (default: the "
-                             "vocabulary of specs/qwengpu.hdl)")
+                        help="compiled checkpoint whose vocabulary and machine to use "
+                             "(default: those of --spec and -P)")
+    add_machine_arguments(parser)
     parser.add_argument("-o", "--output", metavar="FILE",
                         help='write {"input_ids": [...]} to FILE (default: stdout)')
     parser.add_argument("--text", action="store_true",
                         help="print the prompt as token texts, one state write per line")
 
 
-def protocol_for(model_dir: str | None) -> TraceProtocol:
-    """The checkpoint's protocol, or the default spec's when there is no checkpoint."""
+def protocol_for(model_dir: str | None, machine: Machine) -> TraceProtocol:
+    """The checkpoint's protocol, or the machine's when there is no checkpoint."""
     if model_dir:
         return TraceProtocol.load(model_dir)
-    return TraceProtocol.from_design(load_machine().design)
+    return TraceProtocol.from_design(machine.design)
 
 
 def run(args: argparse.Namespace) -> int:
-    launch = load_launch(args.launch)
-    protocol = protocol_for(args.model)
-    ids = build_prompt(launch, protocol)
+    machine = chosen_machine(args)
+    launch = load_launch(args.launch, machine_limits(machine))
+    protocol = protocol_for(args.model, machine)
+    ids = build_prompt(launch, protocol, machine)
     if args.text:
         text = prompt_text(ids, protocol) + "\n"
     else:

@@ -11,6 +11,10 @@ input.  A one-input function is always a `sum` whose term is the function itself
 table is the identity, so equal functions get equal records (and `merge-common` merges them).
 `origin` (stage, name, loc) is copied onto every node made; when `reuse` is a node whose
 record equals the one about to be made, that node is returned instead of a copy.
+
+Analog values (`mul_column`) are read only linearly, so nothing is composed
+through them: a `sum` of an analog input keeps the identity term and puts the function into
+its table, and a one-input function of an analog value is never composed into its readers.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from __future__ import annotations
 from itertools import product
 from typing import Callable, Sequence
 
-from qwengpu.passes.digits import GENERATE, KILL, MAX_LUT_INPUTS, PROPAGATE, lut_strides, \
-    sum_values
+from qwengpu.passes.digits import ANALOG_OPS, GENERATE, KILL, MAX_LUT_INPUTS, \
+    PROPAGATE, column_bounds, lut_strides, sum_values
 from qwengpu.passes.ir import Graph, IrNode
 
 Bit = tuple[int, int] | int   # (node, bit) or a constant 0/1
+Analog = tuple[int | None, int]   # (analog node or None, constant added to it)
 
 
 def _bind(sources: list[tuple], env: dict[int, int]) -> list[int]:
@@ -69,9 +74,14 @@ class DigitBuilder:
             return None
         return tuple(sorted(image))
 
+    def is_analog(self, node_id: int) -> bool:
+        return self.graph.node(node_id).op in ANALOG_OPS
+
     def unary_of(self, node_id: int) -> tuple[int, Callable[[int], int]] | None:
-        """(x, g) when node_id computes g(x) of one input x, else None."""
+        """(x, g) when node_id computes g(x) of one one-hot input x, else None."""
         node = self.graph.node(node_id)
+        if node.args and self.is_analog(node.args[0]):
+            return None
         if node.op == "sum" and len(node.args) == 1:
             term, table, base = node.terms[0], node.table, node.base
             return node.args[0], lambda v: table[term[v] - base]
@@ -112,7 +122,7 @@ class DigitBuilder:
         image = set(outputs.values())
         if len(image) == 1:
             return self.const(image.pop(), width)
-        if len(args) == 1:
+        if len(args) == 1 and not self.is_analog(args[0]):
             # Canonical one-input form: the term is the function, the table the identity.
             domain = domains[0]
             values = {v: outputs[terms[0][v]] for v in domain}
@@ -129,6 +139,22 @@ class DigitBuilder:
         record = IrNode("sum", width, tuple(args), terms=tuple(terms), base=low, table=table,
                         label=label, domain=self._domain_field(image, width), **self.origin)
         return self._emit(record)
+
+    # ---- analog ----------------------------------------------------------------------------
+
+    def mul_column(self, a: Sequence[int], b: Sequence[int], column: int,
+                   label: str | None = "mul.q") -> Analog:
+        """`Q_column` of the product of the words with digits `a` and `b` (lowest first)."""
+        args = (*a, *b)
+        probe = IrNode("mul_column", 1, args, low=column, groups=(len(a), len(b)))
+        low, high = column_bounds(probe, [self.graph.domain(x) for x in args])
+        if low == high:
+            return None, low
+        width = high.bit_length()
+        domain = None if low == 0 and high + 1 == 1 << width else tuple(range(low, high + 1))
+        record = IrNode("mul_column", width, args, low=column, groups=(len(a), len(b)),
+                        label=label, domain=domain, **self.origin)
+        return self._emit(record), 0
 
     # ---- lut -------------------------------------------------------------------------------
 

@@ -3,9 +3,10 @@
 After lowering, every value is at most 4 bits wide (a bit, a hex digit, a partial top digit,
 or a small enumeration such as a generate/propagate class) and held one-hot in the residual
 stream.  Besides `const` and the state ports (`register`, `read` of one digit, and the sinks),
-five operators compute everything.  Each is one row of `DIGIT_OPS`, written once: its meaning
-(`evaluate`), the set of values it can produce from given input value sets (`image`), its cost
-in the backend (`cost`, MLP units of one depth-1 gadget), and its structural check (`check`).
+five operators compute everything (and an analog one makes multiplication cheap, below).
+Each is one row of `DIGIT_OPS`, written once: its meaning (`evaluate`), the set of values it
+can produce from given input value sets (`image`), its cost in the backend (`cost`, MLP units
+of one depth-1 gadget), and its structural check (`check`).
 
 - `lut x0[, x1[, x2]]`: `table[x0 + x1*2^w0 + x2*2^(w0+w1)]` -- a lookup over the product of
   up to 3 small one-hot inputs.  Gadget: one AND unit per combination of input values, so the
@@ -28,6 +29,16 @@ in the backend (`cost`, MLP units of one depth-1 gadget), and its structural che
   values of input `c_i`, read linearly from its one-hot group).  Gadget: one unit per value of
   each non-constant arm, `relu(c_i + x_i[v] - c_1 - ... - c_(i-1) - 1)`, so the cost is that
   of a `select` with the same arms.
+
+One more operator makes a multiplier cheap (`lower-digits`, `op_mul`).  Its value is
+*analog*: an integer held in ONE residual dim (scaled down, see docs/gadgets.md), not a
+one-hot group, so it may be wider than a digit (`ANALOG_OPS`).  A node reads an analog value
+only linearly, as an affine term of a `sum` (a linear form of the dim):
+
+- `mul_column a0..a(n-1), b0..b(m-1)` (`groups` (n, m): the digits of two words, lowest first;
+  `low` = the column k): `Q_k = sum 2^((i+j) % 4) a_i b_j` over the bit pairs with
+  `(i+j) // 4 == k`, so that `a * b = sum_k 16^k Q_k`.  Gadget: one gated unit per bit `a_i`
+  reaching column k (condition `a_i`, value the form of b's bits that `a_i` meets there).
 
 Tables are tuples indexed as above; entries for input values outside the inputs' domains
 are don't-cares, kept at 0 so that equal functions have equal tables.
@@ -80,6 +91,48 @@ def _eval_priority(node, values, widths):
     return values[-1]
 
 
+def _digit_word(values: Sequence[int]) -> int:
+    return sum(v << (DIGIT_BITS * p) for p, v in enumerate(values))
+
+
+def column_value(a: int, b: int, column: int) -> int:
+    """`Q_k` of `a * b`: each bit `a_i` adds the 4-bit window of `b << i` at column k."""
+    return sum(((b << i) >> (DIGIT_BITS * column)) & 15
+               for i in range(a.bit_length()) if (a >> i) & 1)
+
+
+def _column_words(node, values):
+    count = node.groups[0]
+    return _digit_word(values[:count]), _digit_word(values[count:])
+
+
+def column_bounds(node, domains) -> tuple[int, int]:
+    """The least and the largest `Q_k` (it grows with every bit, so the bits every value of a
+    digit has give the least and the bits any value has the largest)."""
+    every = [_and_all(d) for d in domains]
+    some = [_or_all(d) for d in domains]
+    return (column_value(*_column_words(node, every), node.low),
+            column_value(*_column_words(node, some), node.low))
+
+
+def _and_all(domain) -> int:
+    out = 15
+    for v in domain:
+        out &= v
+    return out
+
+
+def _or_all(domain) -> int:
+    out = 0
+    for v in domain:
+        out |= v
+    return out
+
+
+def _eval_mul_column(node, values, widths):
+    return column_value(*_column_words(node, values), node.low)
+
+
 def sum_values(terms: Sequence[Sequence[int]], domains: Sequence[Sequence[int]]) -> set[int]:
     """Every total `S` that the inputs of a `sum` can produce."""
     totals = {0}
@@ -125,6 +178,11 @@ def _image_priority(node, domains, widths):
     return out
 
 
+def _image_mul_column(node, domains, widths):
+    low, high = column_bounds(node, domains)
+    return set(range(low, high + 1))
+
+
 def _cost_lut(node, domains, constant):
     return prod(len(d) for d in domains)
 
@@ -150,6 +208,27 @@ def _cost_priority(node, domains, constant):
     count = len(node.terms)
     return sum(1 if is_const else len(d) for d, is_const in zip(domains[count:],
                                                                constant[count:]))
+
+
+def _cost_mul_column(node, domains, constant):
+    count = node.groups[0]
+    b_bits = _digit_word([_or_all(d) for d in domains[count:]])
+    units = 0
+    for p, domain in enumerate(domains[:count]):
+        for bit in range(DIGIT_BITS):
+            if (_or_all(domain) >> bit) & 1:
+                window = (b_bits << (DIGIT_BITS * p + bit)) >> (DIGIT_BITS * node.low)
+                units += 1 if window & 15 else 0
+    return units
+
+
+def affine_fit(points: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    """`(slope, offset)` when the points `(v, t)` lie on `t = slope * v + offset` with integer
+    slope and offset, else None (how a `sum` may read an analog value)."""
+    (v0, t0), rest = points[0], points[1:]
+    slope = (rest[0][1] - t0) // (rest[0][0] - v0) if rest else 0
+    offset = t0 - slope * v0
+    return (slope, offset) if all(t == slope * v + offset for v, t in points) else None
 
 
 def _check_lut(node, widths):
@@ -206,6 +285,16 @@ def _check_priority(node, widths):
     return None
 
 
+def _check_mul_column(node, widths):
+    if node.groups is None or len(node.groups) != 2 or min(node.groups) < 1 or \
+            sum(node.groups) != len(widths):
+        return f"mul_column needs groups (digits of a, digits of b) covering its {len(widths)} " \
+               "inputs"
+    if any(w > DIGIT_BITS for w in widths):
+        return f"mul_column reads digits, got widths {tuple(widths)}"
+    return None
+
+
 @dataclass(frozen=True)
 class DigitOp:
     """One row of the digit-level table."""
@@ -235,4 +324,8 @@ DIGIT_OPS: dict[str, DigitOp] = {row.name: row for row in [
     DigitOp("priority", "first arm whose condition holds, else the default",
             _eval_priority, _image_priority, _cost_priority, _check_priority,
             "one unit per value of each variable arm, one per constant arm"),
+    DigitOp("mul_column", "analog column sum Q_k of a product (bit times digit products)",
+            _eval_mul_column, _image_mul_column, _cost_mul_column, _check_mul_column,
+            "one gated unit per bit of a reaching the column"),
 ]}
+ANALOG_OPS = ("mul_column",)

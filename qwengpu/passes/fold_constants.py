@@ -27,7 +27,7 @@ from sympy.logic.boolalg import BooleanFalse, BooleanTrue
 
 from qwengpu.dsl import semantics
 from qwengpu.passes.digit_build import DigitBuilder
-from qwengpu.passes.digits import DIGIT_OPS, lut_strides, sum_values
+from qwengpu.passes.digits import ANALOG_OPS, DIGIT_OPS, lut_strides, sum_values
 from qwengpu.passes.ir import COMMUTATIVE_OPS, SINK_OPS, Graph, IrNode, keep_origin
 from qwengpu.passes.registry import register
 
@@ -372,7 +372,7 @@ def _fold_digit(f: Folder, node_id: int, node: IrNode) -> int | None:
     if merged is not None:
         return merged
     widths = [graph.node(a).width for a in node.args]
-    if _already_canonical(f, node, widths):
+    if node.op in ANALOG_OPS or _already_canonical(f, node, widths):
         return _narrow_domain(graph, node_id, node, widths)
     build.origin = keep_origin(node)
     build.reuse = node_id

@@ -38,7 +38,7 @@ import networkx as nx
 from qwengpu.dsl import semantics
 from qwengpu.dsl.netlist import Design, MemorySpec, RegisterSpec
 from qwengpu.errors import Location
-from qwengpu.passes.digits import DIGIT_OPS, DIGIT_BITS
+from qwengpu.passes.digits import ANALOG_OPS, DIGIT_OPS, DIGIT_BITS, affine_fit
 
 SOURCE_OPS = ("const", "register", "read", "field_input")
 SINK_OPS = ("write", "field", "stop")
@@ -55,13 +55,14 @@ class Encoding:
     """How a value sits in the residual stream: one-hot over `dims` entries.
 
     Kinds: `bit` (2 dims), `hex` (a 4-bit digit, 16 dims), `enum` (a small set of values,
-    one dim each), `word` (a value still wider than a digit: its digits' dims together)."""
+    one dim each), `word` (a value still wider than a digit: its digits' dims together),
+    `analog` (one dim holding the number itself, scaled: `mul_column`)."""
 
     kind: str
     dims: int
 
     def __str__(self) -> str:
-        return self.kind if self.kind in ("bit", "hex") else f"{self.kind}{self.dims}"
+        return self.kind if self.kind in ("bit", "hex", "analog") else f"{self.kind}{self.dims}"
 
 
 @dataclass(frozen=True)
@@ -272,6 +273,9 @@ def _check_node(graph: Graph, node_id: int, node: IrNode) -> str | None:
             return f"argument %{arg} does not exist"
         if graph.node(arg).op in SINK_OPS:
             return f"argument %{arg} is a sink, which has no value"
+    problem = _check_analog_reads(graph, node)
+    if problem:
+        return problem
     widths = [graph.node(a).width for a in node.args]
     if node.op in SINK_OPS:
         if graph.users(node_id):
@@ -279,7 +283,7 @@ def _check_node(graph: Graph, node_id: int, node: IrNode) -> str | None:
         return _check_sink(graph, node, widths)
     if node.width < 1:
         return f"width {node.width}"
-    if graph.level == "digit" and node.width > DIGIT_BITS:
+    if graph.level == "digit" and node.width > DIGIT_BITS and node.op not in ANALOG_OPS:
         return f"u{node.width} value left in a digit-level graph"
     if node.domain is not None:
         if not node.domain or any(not 0 <= v < 1 << node.width for v in node.domain):
@@ -321,6 +325,20 @@ def _check_node(graph: Graph, node_id: int, node: IrNode) -> str | None:
             return f"can produce {sorted(image - allowed)}, outside its domain or width"
         return None
     return f"unknown operator {node.op!r}"
+
+
+def _check_analog_reads(graph: Graph, node: IrNode) -> str | None:
+    """An analog value is read only linearly: an affine term of a `sum`."""
+    for index, arg in enumerate(node.args):
+        if graph.node(arg).op not in ANALOG_OPS:
+            continue
+        if node.op != "sum":
+            return f"reads the analog value %{arg} ({node.op} reads one-hot values only)"
+        term = node.terms[index] if node.terms and index < len(node.terms) else ()
+        points = [(v, term[v]) for v in graph.domain(arg) if v < len(term)]
+        if affine_fit(points) is None:
+            return f"reads the analog value %{arg} through a term that is not affine"
+    return None
 
 
 def _check_sink(graph: Graph, node: IrNode, widths: list[int]) -> str | None:
@@ -397,7 +415,9 @@ def _check_encoding(graph: Graph, node_id: int, node: IrNode) -> str | None:
     if encoding.kind == "word" and (node.width <= DIGIT_BITS or
                                     encoding.dims != word_dims(node.width)):
         return f"encoding {encoding} on a u{node.width} value"
-    if encoding.kind not in ("bit", "hex", "enum", "word"):
+    if encoding.kind == "analog" and (node.op not in ANALOG_OPS or encoding.dims != 1):
+        return f"encoding {encoding} on a {node.op} value"
+    if encoding.kind not in ("bit", "hex", "enum", "word", "analog"):
         return f"unknown encoding {encoding}"
     return None
 
@@ -434,17 +454,18 @@ def build_graph(design: Design) -> Graph:
 
 # ---- evaluate --------------------------------------------------------------------------------
 
-def evaluate(graph: Graph, state_inputs: dict) -> dict:
+def evaluate(graph: Graph, state_inputs: dict, node_values: dict | None = None) -> dict:
     """Run one step of the graph on a machine state; returns what the step produces.
 
     `state_inputs` maps each register to its value and each memory to its elements (a flat
     row-major list, nested lists, or a dict from index tuples; missing elements are 0).
     The result is `{"writes": [(state, index, value), ...], "record": {field: value},
     "stop": 0 or 1}`: the enabled writes whose index is in range, in program order.  Word
-    graphs and digit graphs of the same design give equal results."""
+    graphs and digit graphs of the same design give equal results.  `node_values`, when
+    given, receives every node's value (for checks that look inside a compiled model)."""
     memories = {name: _flat_memory(spec, state_inputs.get(name))
                 for name, spec in graph.memories.items()}
-    values: dict[int, int] = {}
+    values: dict[int, int] = {} if node_values is None else node_values
     writes, record, stop = [], {}, 0
     for node_id in _evaluation_order(graph):
         node = graph.node(node_id)
@@ -595,6 +616,8 @@ def format_node(graph: Graph, node_id: int, with_locations: bool = True) -> str:
         detail = node.label or ""
         if node.table is not None:
             detail += (" " if detail else "") + _table_text(node.table)
+        if node.op == "mul_column":
+            detail += (" " if detail else "") + f"column {node.low}"
         if node.op == "sum":
             detail += f" base {node.base} terms " + \
                 " ".join(_table_text(t) for t in node.terms)

@@ -17,9 +17,12 @@ folded as they are made:
   `carry` for `<`/`<=`; equality is a `sum` per digit and one `sum` over those;
 - shifts by a variable amount: a `sum` turns the amount's digits into a digit offset `q`
   (or "all out") and a bit offset `r`; a `select` per digit shifts by `4q`, another by `r`;
-- multiply: partial products of digit pairs (two `lut`s sharing their inputs, low and high
-  digit), column sums compressed by `sum` nodes until each column holds at most two terms
-  whose carry is at most 1, then the adder above;
+- multiply: `a * b = sum_k 16^k Q_k` with analog column sums `Q_k` (`mul_column`, one
+  gated unit per bit of `a` and column), split as `gadgets/multiply.py` does but with
+  one-hot carries: `D_k = Q_k // 16` as two digits (`sum`s with a step per 16),
+  `S_k = Q_k - 16 D_k + D_(k-1)` (at most 15 + 29 for 32-bit words; a linear form the next
+  `sum`s read, never a value), `h_k = S_k // 16` in {0, 1, 2}, and the adder above on the
+  columns `S_k - 16 h_k + h_(k-1)` (at most 17): six levels;
 - mux: a `select` per digit; state reads and registers: one port node per digit; sinks
   take the digits as arguments (`groups`).
 """
@@ -164,18 +167,27 @@ class Lowering:
     # arithmetic
 
     def add_columns(self, columns: list[list[tuple[int, object]]], carry_in: int,
-                    width: int, label: str) -> list[int]:
+                    width: int, label: str,
+                    bounds: list[tuple[int, int]] | None = None) -> list[int]:
         """Digits of the sum of the column terms (each (node, map)) plus `carry_in`.
 
-        Every column but the last must total at most 31, so that its carry out is 0 or 1."""
+        Every column but the last must total at most 31, so that its carry out is 0 or 1.
+        `bounds` are the totals each column really reaches (without the carry), when its terms
+        are not independent (a multiplier's `S_k - 16 h_k`): the tables are constant outside
+        them, so the steps are only those at reachable totals."""
         slots = slot_widths(width)
         classes, out = [], []
         for k, (terms, slot) in enumerate(zip(columns, slots)):
+            low, high = bounds[k] if bounds else (None, None)
             carry = carry_in if k == 0 else self.build.carry(carry_in, classes, label + ".carry")
             out.append(self.build.sum(terms + [(carry, lambda v: v)],
-                                      lambda s, m=mask(slot): s & m, slot, label + ".sum"))
+                                      lambda s, m=mask(slot), lo=low, hi=high:
+                                      _clamp(s, lo, None if hi is None else hi + 1) & m,
+                                      slot, label + ".sum"))
             if k + 1 < len(slots):
-                classes.append(self.build.sum(terms, _classify_sum, 2, label + ".gp"))
+                classes.append(self.build.sum(terms, lambda s, lo=low, hi=high:
+                                              _classify_sum(_clamp(s, lo, hi)),
+                                              2, label + ".gp"))
         return out
 
     def op_add(self, node_id, node):
@@ -195,48 +207,53 @@ class Lowering:
         return self.add_columns(columns, self.build.const(1, 1), node.width, "neg")
 
     def op_mul(self, node_id, node):
+        """Analog column sums, their one-hot carries and splits, then the adder (module doc)."""
         a, b = self.arg_digits(node, 0), self.arg_digits(node, 1)
-        slots = slot_widths(node.width)
-        count = len(slots)
-        columns: list[list[int]] = [[] for _ in slots]
-        for i, x in enumerate(a):
-            for j, y in enumerate(b):
-                if i + j >= count:
-                    continue
-                columns[i + j].append(self.build.lut([x, y], lambda p, q: (p * q) & 15,
-                                                     DIGIT_BITS, "mul.lo"))
-                if i + j + 1 < count:
-                    columns[i + j + 1].append(self.build.lut([x, y], lambda p, q: (p * q) >> 4,
-                                                             DIGIT_BITS, "mul.hi"))
-        columns = [[t for t in column if self.graph.const_value(t) != 0] for column in columns]
-        while not all(self._column_ready(column) for column in columns[:-1]):
-            columns = self._compress(columns)
-        return self.add_columns([[(t, _identity) for t in column] for column in columns],
-                                self.build.const(0, 1), node.width, "mul")
+        constants = [self.graph.const_value(d) for d in a + b]
+        if all(c is not None for c in constants):
+            product = _word(constants[:len(a)]) * _word(constants[len(a):])
+            return self.op_const(node_id, IrNode("const", node.width,
+                                                 value=product & mask(node.width)))
+        a, b = _trim_zero_digits(self.graph, a), _trim_zero_digits(self.graph, b)
+        count = len(slot_widths(node.width))
+        q = [self.build.mul_column(a, b, k) for k in range(count)]
+        # D_k = Q_k // 16 as digits (one-hot: a step's error never meets the factor 16)
+        d = [[self._analog_digit(q_k, lambda v: (v >> 4) & 15, "mul.carries"),
+              self._analog_digit(q_k, lambda v: v >> 8, "mul.carries")] for q_k in q]
+        columns, bounds, h = [], [], []
+        for k in range(count):
+            # S_k = Q_k - 16 D_k + D_(k-1) (at most 15 + 29 for 32-bit words), h_k = S_k // 16
+            s_terms = self._analog_terms(q[k]) + [(d[k][0], lambda v: -16 * v),
+                                                  (d[k][1], lambda v: -256 * v)]
+            s_high = 15
+            if k:
+                s_terms += [(d[k - 1][0], _identity), (d[k - 1][1], lambda v: 16 * v)]
+                s_high += self._analog_max(q[k - 1]) // 16
+            h.append(self.build.sum(s_terms, lambda t, hi=s_high: _clamp(t, 0, hi) // 16,
+                                    (s_high // 16).bit_length() or 1, "mul.split"))
+            columns.append(s_terms + [(h[k], lambda v: -16 * v)] +
+                           ([(h[k - 1], _identity)] if k else []))
+            bounds.append((0, 15 + (max(self.graph.domain(h[k - 1])) if k else 0)))
+        return self.add_columns(columns, self.build.const(0, 1), node.width, "mul", bounds)
 
-    def _column_max(self, column: list[int]) -> int:
-        return sum(max(self.graph.domain(t)) for t in column)
+    def _analog_digit(self, value, fn, label: str) -> int:
+        """A one-hot digit `fn(v)` of an analog value `(node or None, constant)`."""
+        node_id, constant = value
+        if node_id is None:
+            return self.build.const(fn(constant), DIGIT_BITS)
+        return self.build.sum([(node_id, _identity)], lambda t: fn(t + constant),
+                              DIGIT_BITS, label)
 
-    def _column_ready(self, column: list[int]) -> bool:
-        return len(column) <= 2 and self._column_max(column) <= 31
+    def _analog_terms(self, value) -> list[tuple[int, object]]:
+        """An analog value `(node or None, constant)` as terms of a `sum`."""
+        node_id, constant = value
+        if node_id is None:
+            return [(self.build.const(0, 1), lambda v, c=constant: c)]
+        return [(node_id, lambda v: v + constant)]
 
-    def _compress(self, columns: list[list[int]]) -> list[list[int]]:
-        """One round of column sums: each crowded column becomes the digits of its total."""
-        out: list[list[int]] = [[] for _ in columns]
-        last = len(columns) - 1
-        for k, column in enumerate(columns):
-            if k == last or self._column_ready(column):
-                out[k] += column
-                continue
-            terms = [(t, _identity) for t in column]
-            total, shift = self._column_max(column), 0
-            while total >> shift and k + shift // DIGIT_BITS <= last:
-                digit = self.build.sum(terms, lambda s, shift=shift: (s >> shift) & 15,
-                                       DIGIT_BITS, "mul.column")
-                if self.graph.const_value(digit) != 0:
-                    out[k + shift // DIGIT_BITS].append(digit)
-                shift += DIGIT_BITS
-        return out
+    def _analog_max(self, value) -> int:
+        node_id, constant = value
+        return constant + (max(self.graph.domain(node_id)) if node_id is not None else 0)
 
     # comparisons
 
@@ -339,6 +356,27 @@ class Lowering:
 
 def _identity(v: int) -> int:
     return v
+
+
+def _clamp(value: int, low: int | None, high: int | None) -> int:
+    """`value` held inside `[low, high]` (a bound of None is open)."""
+    if low is not None and value < low:
+        return low
+    if high is not None and value > high:
+        return high
+    return value
+
+
+def _word(digits: list[int]) -> int:
+    return sum(d << (DIGIT_BITS * p) for p, d in enumerate(digits))
+
+
+def _trim_zero_digits(graph: Graph, digits: list[int]) -> list[int]:
+    """The digits without the constant-0 ones on top (a `zext`'s), at least one."""
+    out = list(digits)
+    while len(out) > 1 and graph.const_value(out[-1]) == 0:
+        out.pop()
+    return out
 
 
 def _negate(v: int) -> int:

@@ -3,7 +3,8 @@
 Each value the backend keeps in the residual stream is one-hot over the values it can hold
 (docs/compiler.md): a bit takes 2 dims (`bit`), a digit that can be any of 16 values 16
 (`hex`), and any other small value set one dim per value (`enumN`: a 3-bit digit is `enum8`,
-a generate/propagate class `enum3`, a sign-fill digit {0, 15} `enum2`).  A value still wider
+a generate/propagate class `enum3`, a sign-fill digit {0, 15} `enum2`); a multiplier's
+analog column sums take one dim each (`analog`).  A value still wider
 than a digit (the pass may run before `lower-digits`) gets `wordN`: its digits' dims together.
 Constants get no encoding: they live in the weights of their readers.  `residual_dims`
 totals the dims by kind -- the upper bound the scheduler's slot allocation starts from
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from qwengpu.passes.digits import DIGIT_BITS
+from qwengpu.passes.digits import ANALOG_OPS, DIGIT_BITS
 from qwengpu.passes.ir import SINK_OPS, Encoding, Graph, word_dims
 from qwengpu.passes.registry import register
 
@@ -23,6 +24,8 @@ def encoding_for(graph: Graph, node_id: int) -> Encoding | None:
     node = graph.node(node_id)
     if node.op == "const" or node.op in SINK_OPS:
         return None
+    if node.op in ANALOG_OPS:
+        return Encoding("analog", 1)
     if node.width > DIGIT_BITS:
         return Encoding("word", word_dims(node.width))
     size = len(graph.domain(node_id))

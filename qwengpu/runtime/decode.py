@@ -1,12 +1,15 @@
 """Decoding a generated trace: token ids -> records -> final memory and buffers.
 
 Decoding reads what the trace says; it computes nothing the machine computes.  Each record is
-its fields' byte tokens in emit order (qwengpu/backend_torch/protocol.py); the final memory is
+its fields' byte tokens in emit order, then its port tokens (`commit:port1` ..., only for a
+machine with several writes to one store per step; qwengpu/backend_torch/protocol.py), which
+must be there in order and say nothing more; the final memory is
 the launch's memory image with every record's stores applied in record order and, within a
 record, in lane order (`mwen`, `maddrN`, `mvalN`, docs/isa.md "A record").  A trap record names
 its fault; the registers it reports are rebuilt from the records' register writes.
 
     result = decode_launch(launch, ids, protocol)     # ids: trace, or prompt + trace
+    result = decode_launch(launch, ids, protocol, machine)   # a launch laid out for `machine`
     result.buffers, result.records, result.trap, result.tokens
 
 `TraceDecoder` does the same one token at a time (the model backend feeds it while the model
@@ -24,6 +27,7 @@ from typing import Iterable
 from qwengpu.backend_torch.protocol import TraceProtocol
 from qwengpu.errors import UserError
 from qwengpu.runtime.launch import Launch, LaunchResult, describe_trap
+from qwengpu.runtime.machine_state import Machine
 from qwengpu.runtime.prompt import build_prompt
 
 
@@ -33,6 +37,7 @@ class DecodeError(UserError):
 
 def _kind_text(token) -> str:
     return {"control": "a control token", "field": "a record token",
+            "port": "a record's port token",
             "init": "a prompt (scratch) token", "stage": "a prompt (staging) token",
             "commit": "a prompt (state) token"}[token.kind]
 
@@ -64,6 +69,10 @@ class TraceDecoder:
         if self._slot == 0:
             name = self.protocol.record_slots[0][0]
             return f"{name}.b0=.. (the start of record {record}) or <eos>"
+        fields = len(self.protocol.record_slots)
+        if self._slot >= fields:
+            port = self._slot - fields + 1
+            return f"commit:port{port} (write port {port} of record {record})"
         name, byte = self.protocol.record_slots[self._slot]
         return f"{name}.b{byte}=.. (byte {byte} of field {name} of record {record})"
 
@@ -82,12 +91,13 @@ class TraceDecoder:
             self.ended = True
             self.position += 1
             return None
-        if token.kind != "field" or token.slot != self._slot:
+        if token.kind not in ("field", "port") or token.slot != self._slot:
             what = "<eos> in the middle of a record" if token_id == protocol.eos_id else \
                 f"{token.text} ({_kind_text(token)})"
             raise DecodeError(f"position {position}: expected {self.expected()}, got {what}")
-        self._partial[token.name] = self._partial.get(token.name, 0) | \
-            token.value << (8 * token.byte)
+        if token.kind == "field":
+            self._partial[token.name] = self._partial.get(token.name, 0) | \
+                token.value << (8 * token.byte)
         self._slot += 1
         self.position += 1
         if self._slot < protocol.tokens_per_record:
@@ -150,8 +160,9 @@ class DecodedLaunch(LaunchResult):
         return result
 
 
-def _check_prompt(prompt: list[int], launch: Launch, protocol: TraceProtocol) -> None:
-    expected = build_prompt(launch, protocol)
+def _check_prompt(prompt: list[int], launch: Launch, protocol: TraceProtocol,
+                  machine: Machine | None) -> None:
+    expected = build_prompt(launch, protocol, machine)
     for position, (want, got) in enumerate(zip(expected, prompt)):
         if want != got:
             got_text = protocol.describe(got).text if 0 <= got < protocol.vocab_size else \
@@ -190,11 +201,14 @@ def launch_outcome(launch: Launch, records: list[dict[str, int]], tokens: int
     return DecodedLaunch(launch, memory, records, trap, tokens=tokens)
 
 
-def decode_launch(launch: Launch, ids: list[int], protocol: TraceProtocol) -> DecodedLaunch:
-    """Decode a stream (a bare trace, or the launch's prompt followed by its trace)."""
+def decode_launch(launch: Launch, ids: list[int], protocol: TraceProtocol,
+                  machine: Machine | None = None) -> DecodedLaunch:
+    """Decode a stream (a bare trace, or the launch's prompt followed by its trace); the
+    prompt is checked against the one of `machine` (default specs/qwengpu.hdl), the machine
+    the launch was laid out for."""
     prompt, trace = split_prompt(ids, protocol)
     if prompt:
-        _check_prompt(prompt, launch, protocol)
+        _check_prompt(prompt, launch, protocol, machine)
     records = decode_trace(trace, protocol, offset=len(prompt))
     result = launch_outcome(launch, records, tokens=len(trace))
     result.prompt_tokens = len(prompt)

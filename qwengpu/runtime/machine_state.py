@@ -7,11 +7,14 @@ from the elaborated spec, so a changed spec changes what fits; a launch that doe
 `CapacityError` saying by how much.
 
     machine = load_machine()                                  # specs/qwengpu.hdl
+    machine = load_machine("specs/qwengpu.hdl", {"LANES": 1, "WARPS": 1})   # -P overrides
     result = run(machine, program, memory, params, grid=2, block=8)
     result.memory, result.records, result.trap
 
 `new_simulator` returns the filled `Simulator` for callers that want to step it themselves.
-Elaborated specs are cached per file (and modification time), so repeated launches are cheap.
+Elaborated specs are cached per file (and modification time) and overrides, so repeated
+launches are cheap; `machine_from_source` does the same for spec text (a checkpoint's
+machine.json, qwengpu.runtime.machine_file).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import qwengpu
-from qwengpu.dsl.elaborate import load_design
+from qwengpu.dsl.elaborate import elaborate_source, load_design
 from qwengpu.dsl.interp import Simulator, compile_step
 from qwengpu.dsl.netlist import Design
 from qwengpu.errors import CapacityError, HdlError, LaunchError, Location
@@ -106,6 +109,17 @@ def load_machine(spec: str | Path | None = None,
     except OSError:
         mtime_ns = 0          # load_design reports the missing file
     return _cached_machine(str(path), mtime_ns, tuple(sorted((overrides or {}).items())))
+
+
+@lru_cache(maxsize=8)
+def _cached_machine_of_source(source: str, file: str, overrides: tuple) -> Machine:
+    return Machine(elaborate_source(source, file, dict(overrides)))
+
+
+def machine_from_source(source: str, file: str,
+                        overrides: Mapping[str, int] | None = None) -> Machine:
+    """The machine of spec text (a checkpoint's machine.json); `file` names it in errors."""
+    return _cached_machine_of_source(source, file, tuple(sorted((overrides or {}).items())))
 
 
 def _too_many(what: str, count: int, limit: int, parameter: str) -> CapacityError:

@@ -104,6 +104,10 @@ class LockstepChecker:
         got = protocol.describe(token_id) if 0 <= token_id < protocol.vocab_size else None
         if self._record is None:
             self._fail(None, "<eos> (the interpreter stops here)", got.text if got else token_id)
+        if self._slot >= len(protocol.record_slots):
+            port = protocol.describe(self._expected[self._slot])
+            self._fail(None, port.text, got.text if got else f"token id {token_id}",
+                       f"its commit of write port {port.port}")
         name, byte = protocol.record_slots[self._slot]
         if got is None or got.kind != "field" or got.slot != self._slot:
             self._fail(name, self._record[name], got.text if got else f"token id {token_id}")
@@ -126,12 +130,12 @@ class LockstepChecker:
             self._fail(name, self._record[name], value)
         self._differing = (name, byte, value)
 
-    def _fail(self, name: str | None, expected, got) -> None:
+    def _fail(self, name: str | None, expected, got, what: str | None = None) -> None:
         record = self._record
         where = f"record {self.record_index}"
         if record is not None and "warp" in record and "pc" in record:
             where += f" (warp {record['warp']}, pc {record['pc']})"
-        what = f"field {name}" if name else "the end of the launch"
+        what = what or (f"field {name}" if name else "the end of the launch")
         raise CheckMismatch(f"--check: {where} differs from the interpreter's at {what}: "
                             f"expected {expected}, got {got}", self.record_index, name,
                             expected, got)

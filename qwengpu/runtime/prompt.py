@@ -107,7 +107,7 @@ def prompt_text(ids: list[int], protocol: TraceProtocol) -> str:
     for token_id in ids:
         token = protocol.describe(token_id)
         line.append(token.text)
-        last_init = token.kind == "init" and token.slot == protocol.tokens_per_record - 1
+        last_init = token.kind == "init" and token.slot == len(protocol.record_slots) - 1
         if token.kind in ("commit", "control") or last_init:
             lines.append(" ".join(line))
             line = []

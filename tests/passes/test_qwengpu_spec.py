@@ -15,6 +15,7 @@ from qwengpu.dsl.interp import Simulator
 from qwengpu.passes import DEFAULT_PIPELINE, build_graph, evaluate, format_stats, random_state, \
     run_passes
 from qwengpu.passes.cost import estimate_cost, format_cost
+from qwengpu.passes.digits import ANALOG_OPS
 from qwengpu.passes.ir import WORD_OPS
 from qwengpu.passes.select_encodings import residual_dims
 
@@ -90,7 +91,8 @@ def test_default_pipeline_lowers_everything(pipeline):
     word, digits, stats = pipeline
     assert digits.level == "digit"
     assert not set(digits.op_counts()) & set(WORD_OPS)
-    assert all(n.width <= 4 for _, n in digits.items() if n.op not in ("write", "field"))
+    assert all(n.width <= 4 for _, n in digits.items()
+               if n.op not in ("write", "field") + ANALOG_OPS)
     dims = residual_dims(digits)
     cost = estimate_cost(digits)
     print()

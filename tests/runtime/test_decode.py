@@ -9,7 +9,9 @@ import json
 import pytest
 
 from runtime_helpers import IDS, RUNNABLE, VECTOR_ADD, expected_of, launch_of, sim_result
+from qwengpu.backend_torch.protocol import TraceProtocol
 from qwengpu.cli import main
+from qwengpu.dsl.elaborate import load_design
 from qwengpu.runtime.decode import (DecodeError, TraceDecoder, decode_launch, decode_trace,
                                     read_token_file)
 from qwengpu.runtime.prompt import build_prompt
@@ -23,7 +25,7 @@ def test_decode_of_encoded_records(example, protocol):
     ids = protocol.encode_records(sim.records)
     result = decode_launch(launch, ids, protocol)
     assert result.records == sim.records
-    assert result.tokens == len(sim.records) * 51 + 1 == len(ids)
+    assert result.tokens == len(sim.records) * 54 + 1 == len(ids)   # 51 bytes, 3 port tokens
     expected = expected_of(example)
     if "buffers" in expected:
         assert result.buffers == expected["buffers"]
@@ -58,21 +60,24 @@ def garble(protocol, edit):
 
 def test_token_out_of_place(protocol):
     def swap(ids):
-        ids[60], ids[61] = ids[61], ids[60]          # record 1, slots 9 and 10
+        ids[63], ids[64] = ids[64], ids[63]          # record 1, slots 9 and 10
     message = garble(protocol, swap)
-    assert message.startswith("position 60: expected rval0.b2=.. (byte 2 of field rval0 of "
+    assert message.startswith("position 63: expected rval0.b2=.. (byte 2 of field rval0 of "
                               "record 1), got rval0.b3=")
 
 
 def test_missing_byte(protocol):
-    message = garble(protocol, lambda ids: ids.pop(51 * 3 + 20))
-    assert message.startswith("position 173: expected rval3.b1=..")
+    message = garble(protocol, lambda ids: ids.pop(54 * 3 + 20))
+    assert message.startswith("position 182: expected rval3.b1=..")
 
 
 def test_missing_eos_and_truncation(protocol):
     assert "has no <eos>" in garble(protocol, lambda ids: ids.pop())
-    message = garble(protocol, lambda ids: ids.__delitem__(slice(-10, None)))
+    message = garble(protocol, lambda ids: ids.__delitem__(slice(-13, None)))
     assert "stops in the middle of a record" in message and "expected mval2.b3=.." in message
+    message = garble(protocol, lambda ids: ids.__delitem__(slice(-3, None)))
+    assert "stops in the middle of a record" in message and \
+        "expected commit:port2 (write port 2 of record" in message
 
 
 def test_eos_in_a_record_and_tokens_after_eos(protocol):
@@ -92,6 +97,48 @@ def test_foreign_tokens(protocol):
     def out_of_vocab(ids):
         ids[2] = protocol.vocab_size + 5
     assert "position 2: token id" in garble(protocol, out_of_vocab)
+
+
+def test_port_tokens_follow_every_record_in_order(protocol):
+    """specs/qwengpu.hdl stores from 4 lanes into `mem`: 3 port tokens after the 51 bytes."""
+    assert protocol.write_ports == 4
+    port = [protocol.port_token(k) for k in (1, 2, 3)]
+    ids = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)
+    assert ids[51:54] == ids[105:108] == port
+    message = garble(protocol, lambda ids: ids.pop(51))
+    assert message.startswith("position 51: expected commit:port1 (write port 1 of record 0), "
+                              "got commit:port2 (a record's port token)")
+
+    def swap(ids):
+        ids[52], ids[53] = ids[53], ids[52]
+    assert garble(protocol, swap).startswith("position 52: expected commit:port2")
+
+    def field_for_port(ids):
+        ids[53] = protocol.field_token("warp", 0, 0)
+    message = garble(protocol, field_for_port)
+    assert message.startswith("position 53: expected commit:port3 (write port 3 of record 0), "
+                              "got warp.b0=00 (a record token)")
+
+    def port_for_field(ids):
+        ids.insert(54, port[0])
+    message = garble(protocol, port_for_field)
+    assert message.startswith("position 54: expected warp.b0=.. (the start of record 1) or "
+                              "<eos>, got commit:port1 (a record's port token)")
+
+    def eos_for_port(ids):
+        ids[51:] = [protocol.eos_id]
+    assert "position 51: expected commit:port1" in garble(protocol, eos_for_port)
+    assert "<eos> in the middle of a record" in garble(protocol, eos_for_port)
+
+
+def test_one_port_machines_have_no_port_tokens():
+    design = load_design("tests/backend_torch/specs/two_lanes.hdl")
+    protocol = TraceProtocol.from_design(design)
+    assert protocol.write_ports == 1
+    assert protocol.tokens_per_record == len(protocol.record_slots) == 3
+    assert not [token for token in protocol.tokens if token.kind == "port"]
+    ids = protocol.encode_records([{"t": 1, "v0": 2, "v1": 3}])
+    assert decode_trace(ids, protocol) == [{"t": 1, "v0": 2, "v1": 3}]
 
 
 def test_trap_must_end_the_trace(protocol):
@@ -178,7 +225,7 @@ def test_hdlc_decode_trap_and_errors(protocol, tmp_path, capsys):
     assert "trap: address out of range" in err
     path.write_text(json.dumps(protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)[:-1]))
     code, _, err = run_cli(capsys, ["decode", str(VECTOR_ADD), "--tokens", str(path)])
-    assert code == 1 and "error: position 3876: the trace has no <eos>" in err
+    assert code == 1 and "error: position 4104: the trace has no <eos>" in err
     code, _, err = run_cli(capsys, ["decode", str(VECTOR_ADD), "--tokens",
                                     str(tmp_path / "none.json")])
     assert code == 1 and "token file not found" in err

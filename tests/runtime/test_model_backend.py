@@ -60,6 +60,17 @@ def test_checker_on_early_and_late_ends(protocol):
     assert "the end of the launch" in caught.value.message
 
 
+def test_checker_names_a_wrong_port_token(protocol):
+    ids = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)
+    del ids[52]                                   # record 0's commit:port2
+    with pytest.raises(CheckMismatch) as caught:
+        feed_all(protocol, ids)
+    error = caught.value
+    assert (error.record, error.field, error.expected, error.got) == (
+        0, None, "commit:port2", "commit:port3")
+    assert "at its commit of write port 2" in error.message
+
+
 def run_cli(capsys, argv):
     capsys.readouterr()
     code = main(argv)

@@ -34,7 +34,7 @@ def replay(ids, protocol):
         else:
             assert token.kind == "commit", token.text
             # every slot written before the first commit
-            assert scratch == set(range(protocol.tokens_per_record))
+            assert scratch == set(range(len(protocol.record_slots)))
             assert set(staged) == set(range(protocol.stage_bytes))
             element = protocol.state_by_name[token.name]
             value = sum(staged[b] << (8 * b) for b in range(element.bytes))

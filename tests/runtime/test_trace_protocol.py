@@ -32,9 +32,11 @@ def test_vocabulary_size_follows_the_record_and_state_tables(protocol):
             field_tokens += 2 ** min(8, width - 8 * byte)
             slots += 1
     commits = sum(count for count, _ in STATE_TABLE.values())
-    assert protocol.tokens_per_record == slots == 51
+    assert len(protocol.record_slots) == slots == 51
+    # `mem` takes one store per lane and step: write ports 1..3 get a token after the fields
+    assert protocol.write_ports == 4 and protocol.tokens_per_record == 54
     assert protocol.stage_bytes == 8
-    assert protocol.vocab_size == 5 + field_tokens + slots + 8 * 256 + commits
+    assert protocol.vocab_size == 5 + field_tokens + 3 + slots + 8 * 256 + commits
     assert [(f.name, f.width) for f in protocol.fields] == RECORD_TABLE
 
 
@@ -53,6 +55,8 @@ def test_every_token_round_trips(protocol):
             assert protocol.commit_token(token.name, token.index) == token.id
         elif token.kind == "init":
             assert protocol.init_token(token.name, token.byte) == token.id
+        elif token.kind == "port":
+            assert protocol.port_token(token.port) == token.id
 
 
 def test_token_meanings(protocol):
@@ -74,6 +78,10 @@ def test_token_meanings(protocol):
                                                             "<trace>", "<eos>"]
     with pytest.raises(ProtocolError, match="outside the vocabulary"):
         protocol.describe(protocol.vocab_size)
+    port = protocol.describe(protocol.port_token(2))
+    assert (port.kind, port.text, port.port, port.slot) == ("port", "commit:port2", 2, 52)
+    with pytest.raises(ProtocolError, match="no port token 4"):
+        protocol.port_token(4)
 
 
 def test_following_slot(protocol):
@@ -82,7 +90,9 @@ def test_following_slot(protocol):
     assert protocol.following_slot(protocol.trace_id) == 0
     assert protocol.following_slot(protocol.token_id("warp.b0=03")) == 1
     assert protocol.following_slot(protocol.token_id("rval0.b3=ff")) == 11
-    assert protocol.following_slot(protocol.token_id("trap_lane.b0=01")) == 0
+    assert protocol.following_slot(protocol.token_id("trap_lane.b0=01")) == 51
+    assert protocol.following_slot(protocol.token_id("commit:port1")) == 52
+    assert protocol.following_slot(protocol.token_id("commit:port3")) == 0
     for text in ("<bos>", "<eos>", "init:warp.b0", "set.b0=00", "mem[0]"):
         assert protocol.following_slot(protocol.token_id(text)) is None
 
@@ -91,11 +101,11 @@ def test_encode_record_is_little_endian_bytes_in_emit_order(protocol):
     record = {name: 0 for name, _ in RECORD_TABLE}
     record.update(warp=5, rval2=0x12345678, trap_lane=3)
     texts = [protocol.describe(i).text for i in protocol.encode_record(record)]
-    assert len(texts) == 51
+    assert len(texts) == 54
     assert texts[0] == "warp.b0=05"
     start = texts.index("rval2.b0=78")
     assert texts[start:start + 4] == ["rval2.b0=78", "rval2.b1=56", "rval2.b2=34", "rval2.b3=12"]
-    assert texts[-1] == "trap_lane.b0=03"
+    assert texts[-4:] == ["trap_lane.b0=03", "commit:port1", "commit:port2", "commit:port3"]
     assert protocol.encode_records([record, record])[-1] == protocol.eos_id
     with pytest.raises(ProtocolError, match="does not fit"):
         protocol.encode_record({**record, "pc": 128})
@@ -106,6 +116,9 @@ def test_a_changed_spec_changes_the_vocabulary(protocol):
     assert "rval7" in wide.field_by_name and "rval7" not in protocol.field_by_name
     assert wide.vocab_size != protocol.vocab_size and wide != protocol
     assert wide.tokens_per_record > protocol.tokens_per_record
+    two_lanes = TraceProtocol.from_design(load_design(DEFAULT_SPEC, {"LANES": 2}))
+    assert two_lanes.write_ports == 2 and two_lanes.tokens_per_record == \
+        len(two_lanes.record_slots) + 1
 
 
 def test_save_and_load(protocol, tmp_path):
@@ -113,6 +126,7 @@ def test_save_and_load(protocol, tmp_path):
     assert {p.name for p in tmp_path.iterdir()} == {
         "protocol.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}
     assert TraceProtocol.load(tmp_path) == protocol
+    assert TraceProtocol.load(tmp_path).write_ports == 4
     again = tmp_path / "again"
     TraceProtocol.load(tmp_path).save(again)
     for name in ("protocol.json", "tokenizer.json"):

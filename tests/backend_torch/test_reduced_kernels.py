@@ -1,0 +1,53 @@
+"""Real CUDA kernels inside the compiled model of the reduced QwenGPU (slow).
+
+specs/qwengpu.hdl with one lane and one warp (the `MACHINE` parameters of the one-thread
+examples) is compiled with --target min (fp32), and `hdlc run LAUNCH --backend model --check
+--json` runs an example kernel on it: stock transformers generates the whole trace greedily,
+the reference interpreter follows in lockstep (`--check`), and the buffers are compared word
+for word with the example's expected.json, which its independent model.py wrote.
+
+The checkpoint is 1.4 G parameters; a CPU writes about one record a minute, so by default only
+`serial_mad` (13 records) runs.  `QWENGPU_REDUCED_MODEL=DIR` reuses a checkpoint compiled
+with those parameters, `QWENGPU_REDUCED_KERNELS=serial_sum,serial_horner,...` picks the
+kernels; the model backend runs on a GPU where there is one (bench/reduced_on_gpu.sh does it
+all)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from qwengpu.cli import main
+from test_single_step import REDUCED
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+KERNELS = os.environ.get("QWENGPU_REDUCED_KERNELS", "serial_mad").split(",")
+
+
+@pytest.fixture(scope="module")
+def reduced_model(tmp_path_factory) -> str:
+    given = os.environ.get("QWENGPU_REDUCED_MODEL")
+    if given:
+        return given
+    directory = tmp_path_factory.mktemp("qwengpu_reduced")
+    flags = [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
+    assert main(["compile", "specs/qwengpu.hdl", "--target", "min", *flags,
+                 "-o", str(directory)]) == 0
+    return str(directory)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_inside_the_model(reduced_model, kernel, capsys):
+    capsys.readouterr()
+    code = main(["run", str(EXAMPLES / kernel / "launch.json"), "--backend", "model",
+                 "--model", reduced_model, "--check", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out)
+    expected = json.loads((EXAMPLES / kernel / "expected.json").read_text())
+    assert result["buffers"] == expected["buffers"]
+    assert result["tokens"] > 0 and result["trap"] is None
