@@ -29,13 +29,13 @@ def thread_instructions(records: list[dict[str, int]]) -> int:
     return sum(bin(record["active"]).count("1") for record in records)
 
 
-def time_interpreter(launch, repeats: int) -> tuple[object, float]:
+def time_interpreter(launch, repeats: int, machine) -> tuple[object, float]:
     from qwengpu.runtime.launch import run_launch_sim
 
-    run_launch_sim(launch)                                  # warm the compiled step function
+    run_launch_sim(launch, machine=machine)                 # warm the compiled step function
     started = time.perf_counter()
     for _ in range(repeats):
-        result = run_launch_sim(launch)
+        result = run_launch_sim(launch, machine=machine)
     return result, (time.perf_counter() - started) / repeats
 
 
@@ -52,6 +52,13 @@ def nonzeros_per_layer(model_dir: Path) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def _device_name(device: str | None) -> str:
+    import torch
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, help="a checkpoint written by hdlc compile")
@@ -60,23 +67,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=20, help="interpreter repetitions")
     args = parser.parse_args(argv)
 
-    from qwengpu.runtime.launch import load_launch
+    from qwengpu.runtime.launch import load_launch, machine_limits
+    from qwengpu.runtime.machine_file import checkpoint_machine
+    from qwengpu.runtime.machine_state import load_machine
 
-    print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
+    # the machine the checkpoint was compiled from (or the default one), for both backends
+    machine = checkpoint_machine(args.model) if args.model else load_machine()
+
+    print(f"machine: {platform.machine()} {platform.processor() or ''} python "
+          f"{platform.python_version()}; model device: {_device_name(args.device)}")
     header = (f"{'kernel':<14} {'backend':<12} {'records':>8} {'tok/rec':>8} {'records/s':>11} "
               f"{'thread-instr/s':>15} {'seconds':>9}  same")
     print(header)
     print("-" * len(header))
     for name in args.kernels.split(","):
-        launch = load_launch(ROOT / "examples" / name / "launch.json")
-        sim, seconds = time_interpreter(launch, args.repeats)
+        launch = load_launch(ROOT / "examples" / name / "launch.json", machine_limits(machine))
+        sim, seconds = time_interpreter(launch, args.repeats, machine)
         count = len(sim.records)
         print(f"{name:<14} {'interpreter':<12} {count:>8} {'-':>8} {count / seconds:>11.1f} "
               f"{thread_instructions(sim.records) / seconds:>15.1f} {seconds:>9.4f}  -")
         if args.model:
             from qwengpu.runtime.model_backend import run_launch_model
 
-            result = run_launch_model(launch, args.model, progress=False, device=args.device)
+            result = run_launch_model(launch, args.model, progress=False, device=args.device,
+                                      machine=machine)
             same = result.buffers == sim.buffers and result.records == sim.records
             records = len(result.records)
             print(f"{'':<14} {'model':<12} {records:>8} {result.tokens / max(records, 1):>8.1f} "

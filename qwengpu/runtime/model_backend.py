@@ -49,6 +49,11 @@ def load_checkpoint(directory: str | Path, device: str | None = None):
     from transformers import AutoModelForCausalLM
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if str(device).startswith("cuda"):
+        # fp32 means fp32: TF32 (10-bit mantissas) in matmuls or the DeltaNet convolution
+        # would round the gadgets' drive constants (docs/trace.md, "Running on a GPU")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     try:
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto")
     except (OSError, ValueError) as error:

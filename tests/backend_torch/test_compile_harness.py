@@ -30,7 +30,11 @@ def load(directory, dtype=None):
     """The checkpoint under stock transformers, on `$QWENGPU_TEST_DEVICE` (default cpu)."""
     kwargs = {"dtype": dtype} if dtype is not None else {}
     model = AutoModelForCausalLM.from_pretrained(str(directory), **kwargs)
-    model.to(os.environ.get("QWENGPU_TEST_DEVICE", "cpu")).eval()
+    device = os.environ.get("QWENGPU_TEST_DEVICE", "cpu")
+    if device.startswith("cuda"):              # fp32 means fp32 (no TF32), as in model_backend
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    model.to(device).eval()
     return model
 
 
