@@ -47,7 +47,8 @@ def nonzeros_per_layer(model_dir: Path) -> dict[str, int]:
         with safe_open(str(path), framework="pt") as tensors:
             for name in tensors.keys():
                 parts = name.split(".")
-                key = f"layer {int(parts[3]):2d}" if "layers" in parts else parts[-2]
+                key = f"layer {int(parts[parts.index('layers') + 1]):2d}" \
+                    if "layers" in parts else parts[-2]
                 counts[key] += int((tensors.get_tensor(name) != 0).sum())
     return dict(sorted(counts.items()))
 
