@@ -349,7 +349,9 @@ class _Builder:
         spec = dict(spec, query=query)
         inputs = inputs + ([query[1]] if query[0] == "value" else [])
         heads = -(-sum(self.plan.values[v].size for v in outputs) // HEAD_DIM)
-        banks = -(-(store.size + 1) // HEAD_DIM)
+        # slots the reads need: the elements, and the spare out-of-range reads use (if any)
+        slots = self.plan.values[query[1]].size if query[0] == "value" else 1
+        banks = -(-slots // HEAD_DIM)
         if banks > 1 and not self.plan.estimate:
             raise CapacityError(f"memory {node.state} has {store.size} elements per bank; one "
                                 f"DeltaNet head holds {HEAD_DIM - 1} (no index dimension is "

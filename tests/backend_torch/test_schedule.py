@@ -175,3 +175,14 @@ def test_reused_dims_never_overlap_live_values():
     assert schedule.target.hidden_size >= schedule.dims
     assert all(schedule.layer_units(layer) <= schedule.target.intermediate_size
                for layer in range(schedule.target.num_layers))
+
+
+def test_the_full_machine_schedules_into_45_layers_at_min():
+    """specs/qwengpu.hdl at its own parameters: every write carried, `mem`'s four lane stores
+    on port tokens, `prog` (128 words, every index in range) in one head per replica; the
+    min shape it needs is far wider than Qwen3.5-2B (docs/schedule.md, "Figures")."""
+    schedule = compile_spec("specs/qwengpu.hdl", "min").schedule
+    target = schedule.target
+    assert schedule.layers_used == NUM_LAYERS
+    assert schedule.plan.protocol.tokens_per_record == 54
+    assert target.hidden_size > 2048 and target.linear_heads > 16      # not the 2B shape yet
