@@ -46,3 +46,20 @@ def sim_result(example: Path):
 
 def expected_of(example: Path) -> dict:
     return json.loads((example / "expected.json").read_text())
+
+
+def save_random_qwen(directory, protocol: TraceProtocol) -> None:
+    """A tiny Qwen3.5 with random weights and `protocol`'s vocabulary, saved in `directory`
+    (the model backend's plumbing is tested on it; it is not a QwenGPU)."""
+    import torch
+    from transformers import Qwen3_5ForCausalLM
+
+    from qwengpu.backend_torch.model import FULL, LINEAR, make_config
+
+    config = make_config(2, 32, 64, [LINEAR, FULL], protocol.vocab_size,
+                         linear_num_key_heads=1, linear_num_value_heads=1,
+                         linear_key_head_dim=16, linear_value_head_dim=16,
+                         num_attention_heads=1, num_key_value_heads=1, head_dim=16,
+                         eos_token_id=protocol.eos_id)
+    torch.manual_seed(0)
+    Qwen3_5ForCausalLM(config).save_pretrained(directory)

@@ -163,19 +163,9 @@ def test_decode_on_the_checkpoints_machine(one_lane_checkpoint, tmp_path, capsys
 @pytest.fixture
 def random_one_lane_checkpoint(one_lane_checkpoint):
     """The one-lane checkpoint with a tiny random Qwen3.5 in it (not a QwenGPU)."""
-    import torch
-    from transformers import Qwen3_5ForCausalLM
+    from runtime_helpers import save_random_qwen
 
-    from qwengpu.backend_torch.model import FULL, LINEAR, make_config
-
-    protocol = TraceProtocol.load(one_lane_checkpoint)
-    config = make_config(2, 32, 64, [LINEAR, FULL], protocol.vocab_size,
-                         linear_num_key_heads=1, linear_num_value_heads=1,
-                         linear_key_head_dim=16, linear_value_head_dim=16,
-                         num_attention_heads=1, num_key_value_heads=1, head_dim=16,
-                         eos_token_id=protocol.eos_id)
-    torch.manual_seed(0)
-    Qwen3_5ForCausalLM(config).save_pretrained(one_lane_checkpoint)
+    save_random_qwen(one_lane_checkpoint, TraceProtocol.load(one_lane_checkpoint))
     return one_lane_checkpoint
 
 

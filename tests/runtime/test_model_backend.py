@@ -96,20 +96,11 @@ def test_run_model_flag_errors(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def random_checkpoint(tmp_path_factory):
     """A tiny Qwen3.5 with random weights and the QwenGPU vocabulary (not a QwenGPU)."""
-    from transformers import Qwen3_5ForCausalLM
-
-    from qwengpu.backend_torch.model import FULL, LINEAR, make_config
-    from runtime_helpers import default_protocol
+    from runtime_helpers import default_protocol, save_random_qwen
 
     protocol = default_protocol()
-    config = make_config(2, 32, 64, [LINEAR, FULL], protocol.vocab_size,
-                         linear_num_key_heads=1, linear_num_value_heads=1,
-                         linear_key_head_dim=16, linear_value_head_dim=16,
-                         num_attention_heads=1, num_key_value_heads=1, head_dim=16,
-                         eos_token_id=protocol.eos_id)
-    torch.manual_seed(0)
     directory = tmp_path_factory.mktemp("random_qwen")
-    Qwen3_5ForCausalLM(config).save_pretrained(directory)
+    save_random_qwen(directory, protocol)
     protocol.save(directory)
     return directory
 
