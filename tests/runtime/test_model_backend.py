@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from runtime_helpers import VECTOR_ADD, launch_of, sim_result
 from qwengpu.cli import main
