@@ -25,6 +25,7 @@ SPECS = {
     "tiny_carried": "tests/backend_torch/specs/tiny_carried.hdl",
     "alu_mix": "tests/backend_torch/specs/alu_mix.hdl",
     "two_lanes": "tests/backend_torch/specs/two_lanes.hdl",
+    "lane_alu": "tests/backend_torch/specs/lane_alu.hdl",
 }
 SEEDS = range(20)
 PATHS = ("decode", "prefill")
