@@ -25,7 +25,8 @@ from qwengpu.passes.ir import SINK_OPS, SOURCE_OPS, Graph, IrNode
 from qwengpu.passes.registry import register
 
 LEAF = 0           # the shape of a leaf: any value the folded cone reads from outside
-SHARED = -1        # the owner of a node that reaches more than one sink (or none)
+SHARED = -1        # the owner of a node that reaches more than one sink
+DEAD = -2          # the owner of a node that reaches no sink (the cut leaves some behind)
 
 
 @register("fold-lanes", "compute per-lane record fields with one cone, chosen by next_lane")
@@ -33,7 +34,8 @@ def fold_lanes(graph: Graph) -> int:
     if graph.level != "word" or any(n.op == "next_lane" for _, n in graph.items()):
         return 0
     owner = exclusive_owners(graph)
-    groups = isomorphic_fields(graph, owner)
+    groups = [group for group in isomorphic_fields(graph, owner)
+              if _Folder(graph, owner).worth(_roots(graph, group))]
     if not groups:
         return 0
     lanes = max(len(group) for group in groups)
@@ -41,15 +43,18 @@ def fold_lanes(graph: Graph) -> int:
     next_lane = graph.add("next_lane", width,
                           domain=None if lanes == 1 << width else tuple(range(lanes)))
     for group in groups:
-        folder = _Folder(graph, owner, next_lane)
-        root = folder.fold(tuple(graph.node(f).args[0] for f in group))
+        root = _Folder(graph, owner, next_lane).fold(_roots(graph, group))
         for lane, field_id in enumerate(group):
             graph.update(field_id, args=(root,), lane=lane)
     return sum(len(group) for group in groups)
 
 
+def _roots(graph: Graph, group: list[int]) -> tuple[int, ...]:
+    return tuple(graph.node(f).args[0] for f in group)
+
+
 def exclusive_owners(graph: Graph) -> dict[int, int]:
-    """For every node, the one record field it (transitively) feeds, or `SHARED`."""
+    """For every node, the one record field it (transitively) feeds, `SHARED` or `DEAD`."""
     owner: dict[int, int] = {}
     for node_id in reversed(graph.order()):
         node = graph.node(node_id)
@@ -61,9 +66,9 @@ def exclusive_owners(graph: Graph) -> dict[int, int]:
             if user_node.op in SINK_OPS:
                 found.add(user if user_node.op == "field" and user_node.lane is None
                           else SHARED)
-            else:
+            elif owner[user] != DEAD:
                 found.add(owner[user])
-        owner[node_id] = found.pop() if len(found) == 1 else SHARED
+        owner[node_id] = DEAD if not found else found.pop() if len(found) == 1 else SHARED
     return owner
 
 
@@ -74,7 +79,7 @@ def isomorphic_fields(graph: Graph, owner: dict[int, int]) -> list[list[int]]:
 
     def shape(node_id: int) -> int:
         node = graph.node(node_id)
-        if owner[node_id] == SHARED or node.op in SOURCE_OPS:
+        if owner[node_id] < 0 or node.op in SOURCE_OPS:
             return LEAF
         if node_id not in shape_of:
             key = _attributes(node) + tuple((graph.node(a).width, shape(a)) for a in node.args)
@@ -99,12 +104,32 @@ def _attributes(node: IrNode) -> tuple:
 class _Folder:
     """Builds the folded cone of member tuples (node `k` of a tuple is lane `k`'s)."""
 
-    def __init__(self, graph: Graph, owner: dict[int, int], next_lane: int):
+    def __init__(self, graph: Graph, owner: dict[int, int], next_lane: int | None = None):
         self.graph = graph
         self.owner = owner
         self.next_lane = next_lane
         self.folded: dict[tuple[int, ...], int] = {}
         self.lane_tests: dict[int, int] = {}
+
+    def worth(self, roots: tuple[int, ...]) -> bool:
+        """Whether folding saves more digit operations than the lane selects add: each
+        folded node saves `lanes - 1` copies of its digits, each leaf position costs a mux
+        of its digits per lane that differs from lane 0."""
+        saved = added = 0
+        seen, stack = set(), [roots]
+        while stack:
+            members = stack.pop()
+            if members in seen:
+                continue
+            seen.add(members)
+            nodes = [self.graph.node(m) for m in members]
+            digits = -(-nodes[0].width // 4)
+            if self._same_function(members, nodes):
+                saved += digits * (len(members) - 1)
+                stack.extend(tuple(n.args[i] for n in nodes) for i in range(len(nodes[0].args)))
+            else:
+                added += digits * len(self._differing_lanes(members))
+        return saved > added
 
     def fold(self, members: tuple[int, ...]) -> int:
         """A node whose value with `next_lane` bound to `k` is the value of `members[k]`."""
@@ -118,10 +143,17 @@ class _Folder:
                 self.folded[members] = self._select(members)
         return self.folded[members]
 
+    def _differing_lanes(self, members: tuple[int, ...]) -> list[int]:
+        """The lanes whose member differs from lane 0's (another node, not an equal constant)."""
+        graph, first = self.graph, members[0]
+        constant = graph.const_value(first)
+        return [lane for lane, member in enumerate(members) if lane and member != first and
+                (constant is None or graph.const_value(member) != constant)]
+
     def _same_function(self, members, nodes) -> bool:
         first = nodes[0]
         return first.op not in SOURCE_OPS and \
-            all(self.owner[m] != SHARED for m in members) and \
+            all(self.owner[m] >= 0 for m in members) and \
             all(_attributes(n) == _attributes(first) and
                 self._arg_widths(n) == self._arg_widths(first) for n in nodes[1:])
 
@@ -130,15 +162,11 @@ class _Folder:
 
     def _select(self, members: tuple[int, ...]) -> int:
         """`members[next_lane]`, as a chain of muxes (lanes equal to lane 0 are skipped)."""
-        graph, first = self.graph, members[0]
-        constants = [graph.const_value(m) for m in members]
-        chosen = first
-        for lane, member in enumerate(members[1:], start=1):
-            if member == first or (constants[0] is not None and constants[lane] == constants[0]):
-                continue
-            chosen = graph.add("mux", graph.node(first).width,
-                               (self._is_lane(lane), member, chosen),
-                               **_origin(graph.node(first)))
+        graph, chosen = self.graph, members[0]
+        for lane in self._differing_lanes(members):
+            chosen = graph.add("mux", graph.node(members[0]).width,
+                               (self._is_lane(lane), members[lane], chosen),
+                               **_origin(graph.node(members[0])))
         return chosen
 
     def _is_lane(self, lane: int) -> int:

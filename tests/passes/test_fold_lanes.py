@@ -100,8 +100,8 @@ def test_a_field_shared_with_a_write_stays_per_lane():
 register x : u8;
 register y : u8;
 stage s {
-    let a = x + 1;
-    let b = y + 1;
+    let a = (x + 1) ^ (x << 1);
+    let b = (y + 1) ^ (y << 1);
     emit a, b;
     x <= a;
 }
@@ -109,6 +109,21 @@ stage s {
     # without the cut, `a` would also feed the write; after it, both cones are the field's
     assert changes == 2
     assert_same_meaning(graph, out)
+
+
+def test_a_fold_that_saves_nothing_is_not_made():
+    # one mux per lane: folding would trade 2 muxes for a 3-way select of `x[lane]`
+    _, out, changes = folded("""
+memory x[3] : u8;
+register t : u1;
+stage s {
+    for lane in 0..3 {
+        let v[lane] = t ? x[lane] : 0;
+    }
+    emit v;
+}
+""")
+    assert changes == 0 and "next_lane" not in out.op_counts()
 
 
 def test_verify_rejects_a_lane_value_without_a_lane():
