@@ -13,8 +13,10 @@ bound to `k`, so the graph keeps its meaning and is checked like any other.  The
 computes `next_lane` from `tok.next` (the lane of the field in the slot emitted next).
 
 Nodes that another sink also uses keep their per-lane copies; state reads are leaves too
-(their bank must stay a constant).  Run at word level, after `cut-at-fields` (the write
-cones then read the fields back, so they never share the folded cones).
+(their bank must stay a constant).  A group is folded only where that saves more digit
+operations than its lane selects add (`_Folder.worth`: a field that is one mux over a
+lane's register is left alone).  Run at word level, after `cut-at-fields` (the write cones
+then read the fields back, so they never share the folded cones).
 """
 
 from __future__ import annotations
