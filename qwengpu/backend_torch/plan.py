@@ -7,8 +7,9 @@ docs/compiler.md (bottom to top):
 1. **Embedding** values, set by every token (`tok.*`, see `EMBEDDING`): the record-scratch
    slot of a field/init token, the staging slot of a stage token, the token's byte as two hex
    digits, the token's *mode* (other / closes a record / `<bos>` / commit of element `e` /
-   commit of write port k), the flat index a commit token names, and the record position of
-   the next token to emit.
+   commit of write port k), the flat index a commit token names, the record position of
+   the next token to emit, and (after `fold-lanes`) `tok.lane`, the lane of the field in
+   that position: the graph's `next_lane`.
 2. **Scratch** (mixer of layer 0): the record scratch and the staging scratch, DeltaNet heads
    keyed by slot whose read-out is every slot at once (`scratch` ops).
 3. **Commit**: the write cones of the graph, computed from the record fields read back from
@@ -177,8 +178,16 @@ def _embedding(plan: Plan) -> None:
              "tok.mode": MODE_COMMIT + len(plan.stores) + p.write_ports - 1,
              "tok.cidx": max([s.size for s in plan.stores] + [1]),
              "tok.next": p.tokens_per_record}
+    lanes = field_lanes(plan.graph)
+    if lanes:
+        sizes["tok.lane"] = max(lanes.values()) + 1
     for name, size in sizes.items():
         plan.embedding.append(plan.value(name, size))
+
+
+def field_lanes(graph: Graph) -> dict[str, int]:
+    """The lane of each record field that `fold-lanes` folded (its `next_lane` binding)."""
+    return {n.state: n.lane for _, n in graph.items() if n.op == "field" and n.lane is not None}
 
 
 def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
@@ -206,6 +215,9 @@ def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
         store, flat = commit_target(plan.stores, protocol.state_by_name[token.name],
                                     token.index)
         held["tok.mode"], held["tok.cidx"] = store.mode, flat
+    if "tok.lane" in plan.values:
+        name, _ = protocol.record_slots[held["tok.next"]]
+        held["tok.lane"] = field_lanes(plan.graph).get(name, 0)
     return held
 
 
@@ -242,7 +254,7 @@ class _Builder:
             for value, digit in digits:
                 self.field_input_digit[(name, digit)] = value
             node = fields.get(name)
-            if node is not None:
+            if node is not None and node.lane is None:   # folded digits serve every lane
                 for value, digit in digits:
                     if digit < len(node.args):
                         self.field_digit.setdefault(node.args[digit], value)
@@ -299,6 +311,10 @@ class _Builder:
             name = self.plan.value(f"uncarried.{node.state}.{node_id}", 1 << node.width)
             self.plan.embedding.append(name)
             result = ("v", name)
+        elif node.op == "next_lane":
+            if region != "step":
+                raise HdlError("next_lane outside the step logic", node.loc)
+            result = ("v", "tok.lane")
         elif node.op in ("register", "read"):
             outputs = self.state_port(region, node)
             result = ("v", outputs[node.low // 4])

@@ -13,7 +13,7 @@ from qwengpu.passes.pipeline import DEFAULT_PIPELINE, PassStats, format_stats, r
 # Each import registers its pass.
 from qwengpu.passes import (fold_constants, merge_common, remove_dead,  # noqa: E402,F401
                             lower_digits, select_encodings, flatten_selects,
-                            cut_at_fields)
+                            cut_at_fields, fold_lanes)
 
 __all__ = ["Encoding", "Graph", "IrNode", "VerifyError", "build_graph", "evaluate",
            "format_graph", "format_node", "random_state", "to_dot", "verify", "PASSES", "Pass",

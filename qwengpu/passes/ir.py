@@ -13,7 +13,10 @@ Node kinds:
 - sources: `const`, `register` (a state register, or one digit of it: bits `low..low+width-1`),
   `read` (an element of a memory, or one digit of it; args are the index), `field_input`
   (record field `state` as read back from the trace, or one digit of it; `cut-at-fields`
-  puts it into the write cones, so it has the value the same step gives the field);
+  puts it into the write cones, so it has the value the same step gives the field),
+  `next_lane` (the lane whose record field the current token pass emits: `fold-lanes` makes
+  one cone serve the per-lane fields, and a `field` with a `lane` evaluates its cone with
+  `next_lane` bound to that lane);
 - word operators: the rows of `qwengpu.dsl.semantics.OPERATORS`;
 - digit operators: the rows of `qwengpu.passes.digits.DIGIT_OPS` (`lut`, `sum`, `carry`,
   `select`, `priority`), produced by `lower-digits` and `flatten-selects`;
@@ -40,7 +43,7 @@ from qwengpu.dsl.netlist import Design, MemorySpec, RegisterSpec
 from qwengpu.errors import Location
 from qwengpu.passes.digits import ANALOG_OPS, DIGIT_OPS, DIGIT_BITS, affine_fit
 
-SOURCE_OPS = ("const", "register", "read", "field_input")
+SOURCE_OPS = ("const", "register", "read", "field_input", "next_lane")
 SINK_OPS = ("write", "field", "stop")
 WORD_OPS = tuple(semantics.OPERATORS)
 COMMUTATIVE_OPS = ("add", "mul", "and", "or", "xor", "eq", "ne")
@@ -85,6 +88,7 @@ class IrNode:
     stage: str | None = None
     name: str | None = None
     loc: Location | None = None
+    lane: int | None = None        # `field`: the binding of `next_lane` its cone is read at
 
     def function_key(self) -> tuple:
         """What the node computes, without where it came from (for merging equal nodes)."""
@@ -261,6 +265,7 @@ def verify(graph: Graph) -> None:
             stops.append(node_id)
     if len(stops) > 1:
         raise VerifyError(f"stop has two drivers: {', '.join(f'%{s}' for s in stops)}")
+    _check_lane_bindings(graph)
     for source, target in graph.edges():
         if source not in graph.node(target).args:
             raise VerifyError(f"%{target} is driven by %{source}, which is not one of its "
@@ -302,6 +307,8 @@ def _check_node(graph: Graph, node_id: int, node: IrNode) -> str | None:
         return _check_state_source(graph, node, widths)
     if node.op == "field_input":
         return None        # checked in `verify`, which knows the record's fields
+    if node.op == "next_lane":
+        return "next_lane takes no arguments" if node.args else None
     if node.op in semantics.OPERATORS:
         try:
             expected = semantics.result_width(node.op, widths, node.width, node.low)
@@ -373,6 +380,25 @@ def _group_width(widths: list[int]) -> int:
     if len(widths) == 1:
         return widths[0]
     return DIGIT_BITS * (len(widths) - 1) + widths[-1]
+
+
+def _check_lane_bindings(graph: Graph) -> None:
+    """Only record fields with a `lane` may depend on `next_lane`, at a lane it can hold."""
+    lanes = [i for i, n in graph.items() if n.op == "next_lane"]
+    bound = set(lanes)
+    for lane_id in lanes:
+        bound |= nx.descendants(graph._graph, lane_id)
+    held = {v for lane_id in lanes for v in graph.domain(lane_id)}
+    for node_id, node in graph.items():
+        if node.op not in SINK_OPS:
+            continue
+        if node.lane is not None and (node.op != "field" or node.lane < 0 or
+                                      (lanes and node.lane not in held)):
+            raise VerifyError(f"{format_node(graph, node_id)}: lane {node.lane} on a "
+                              f"{node.op} (next_lane holds {sorted(held)})")
+        if node.lane is None and node_id in bound:
+            raise VerifyError(f"{format_node(graph, node_id)}: depends on next_lane but "
+                              "names no lane to read it at")
 
 
 def _check_field_input(node: IrNode, field_widths: dict[str, int]) -> str | None:
@@ -466,16 +492,24 @@ def evaluate(graph: Graph, state_inputs: dict, node_values: dict | None = None) 
     memories = {name: _flat_memory(spec, state_inputs.get(name))
                 for name, spec in graph.memories.items()}
     values: dict[int, int] = {} if node_values is None else node_values
+    lanes = _LaneValues(graph)
     writes, record, stop = [], {}, 0
     for node_id in _evaluation_order(graph):
         node = graph.node(node_id)
-        args = [values[a] for a in node.args]
         if node.op == "field_input":
             field_node = next(n for _, n in graph.items()
                               if n.op == "field" and n.state == node.state)
-            whole = _group_values(graph, field_node, [values[a] for a in field_node.args])[0]
+            whole = _group_values(graph, field_node,
+                                  lanes.args(field_node, values, field_node.lane))[0]
             values[node_id] = (whole >> node.low) & semantics.mask(node.width)
             continue
+        if node_id in lanes.bound and node.op not in SINK_OPS:
+            for lane in lanes.held:
+                lanes.values[lane][node_id] = lane if node.op == "next_lane" else \
+                    _evaluate_node(graph, node, lanes.args(node, values, lane), state_inputs,
+                                   memories)
+            continue
+        args = lanes.args(node, values, node.lane)
         if node.op in SINK_OPS:
             operands = _group_values(graph, node, args)
             if node.op == "field":
@@ -492,6 +526,22 @@ def evaluate(graph: Graph, state_inputs: dict, node_values: dict | None = None) 
         values[node_id] = _evaluate_node(graph, node, args, state_inputs, memories)
     writes.sort()
     return {"writes": [w[1:] for w in writes], "record": record, "stop": stop}
+
+
+class _LaneValues:
+    """The values of the nodes that depend on `next_lane`, once per lane it can hold."""
+
+    def __init__(self, graph: Graph):
+        sources = [i for i, n in graph.items() if n.op == "next_lane"]
+        self.bound = set(sources)
+        for source in sources:
+            self.bound |= nx.descendants(graph._graph, source)
+        self.held = sorted({v for source in sources for v in graph.domain(source)})
+        self.values: dict[int, dict[int, int]] = {lane: {} for lane in self.held}
+
+    def args(self, node: IrNode, values: dict[int, int], lane: int | None) -> list[int]:
+        """The argument values of `node` with `next_lane` bound to `lane`."""
+        return [self.values[lane][a] if a in self.bound else values[a] for a in node.args]
 
 
 def _evaluation_order(graph: Graph) -> list[int]:
@@ -612,6 +662,8 @@ def format_node(graph: Graph, node_id: int, with_locations: bool = True) -> str:
         body = f"write {node.state} {args}"
     elif node.op == "field":
         body = f"field {node.state} = {args}"
+        if node.lane is not None:
+            body += f" at lane {node.lane}"
     elif node.op in DIGIT_OPS:
         detail = node.label or ""
         if node.table is not None:
@@ -657,7 +709,7 @@ def to_dot(graph: Graph, with_locations: bool = False) -> str:
         label = format_node(graph, node_id, with_locations).replace('"', r'\"')
         shape = {"write": "house", "field": "house", "stop": "house", "const": "plaintext",
                  "register": "cylinder", "read": "cylinder",
-                 "field_input": "cylinder"}.get(node.op, "box")
+                 "field_input": "cylinder", "next_lane": "cylinder"}.get(node.op, "box")
         lines.append(f'  n{node_id} [label="{label}", shape={shape}];')
     for source, target in graph.edges():
         lines.append(f"  n{source} -> n{target};")

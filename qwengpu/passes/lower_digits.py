@@ -107,6 +107,11 @@ class Lowering:
                                **keep_origin(node))
                 for k, slot in enumerate(slot_widths(node.width))]
 
+    def op_next_lane(self, node_id, node):
+        if node.width > DIGIT_BITS:
+            raise NotImplementedError(f"next_lane of u{node.width} (at most 16 lanes)")
+        return [node_id]
+
     def op_read(self, node_id, node):
         index = [self.digits[a] for a in node.args]
         args = tuple(d for digits in index for d in digits)

@@ -15,10 +15,11 @@ from qwengpu.errors import UserError
 from qwengpu.passes.ir import Graph, format_graph, verify
 from qwengpu.passes.registry import PASSES
 
-# Write cones cut at the record fields, word-level clean-up, lowering to digits, the same clean-up on digits (and if-else chains
+# Write cones cut at the record fields, per-lane field cones folded into one, word-level
+# clean-up, lowering to digits, the same clean-up on digits (and if-else chains
 # merged into one gadget each), then encodings.
 DEFAULT_PIPELINE = [
-    "cut-at-fields",
+    "cut-at-fields", "fold-lanes",
     "fold-constants", "merge-common", "remove-dead",
     "lower-digits",
     "fold-constants", "merge-common", "flatten-selects", "remove-dead",

@@ -26,6 +26,7 @@ SPECS = {
     "alu_mix": "tests/backend_torch/specs/alu_mix.hdl",
     "two_lanes": "tests/backend_torch/specs/two_lanes.hdl",
     "two_ports": "tests/backend_torch/specs/two_ports.hdl",
+    "lane_alu": "tests/backend_torch/specs/lane_alu.hdl",
 }
 SEEDS = range(20)
 PATHS = ("decode", "prefill")

@@ -16,7 +16,7 @@ def test_lists_passes_with_summaries(capsys):
     assert main(["passes"]) == 0
     out = capsys.readouterr().out
     assert "merge-common      merge nodes that compute the same value" in out
-    assert "default pipeline: cut-at-fields,fold-constants,merge-common" in out
+    assert "default pipeline: cut-at-fields,fold-lanes,fold-constants,merge-common" in out
 
 
 def test_run_with_stats(capsys):

@@ -37,7 +37,8 @@ def test_default_pipeline_stats_and_meaning():
     assert [s.name for s in stats] == DEFAULT_PIPELINE
     assert all(a.nodes_after == b.nodes_before for a, b in zip(stats, stats[1:]))
     assert stats[0].name == "cut-at-fields" and stats[0].changes == 0    # no write here
-    assert stats[1].changes == 1 and stats[2].changes == 1        # x + 0; y * x == x * y
+    assert stats[1].name == "fold-lanes" and stats[1].changes == 0       # no lanes here
+    assert stats[2].changes == 1 and stats[3].changes == 1        # x + 0; y * x == x * y
     assert lowered.level == "digit"
     assert_same_meaning(graph, lowered)
     table = format_stats(stats)
