@@ -216,7 +216,9 @@ def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
                                     token.index)
         held["tok.mode"], held["tok.cidx"] = store.mode, flat
     if "tok.lane" in plan.values:
-        name, _ = protocol.record_slots[held["tok.next"]]
+        # the lane of the field emitted next; 0 before a port token or the end of launch
+        slots = protocol.record_slots
+        name = slots[held["tok.next"]][0] if held["tok.next"] < len(slots) else None
         held["tok.lane"] = field_lanes(plan.graph).get(name, 0)
     return held
 

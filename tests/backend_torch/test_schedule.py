@@ -186,3 +186,17 @@ def test_the_full_machine_schedules_into_45_layers_at_min():
     assert schedule.layers_used == NUM_LAYERS
     assert schedule.plan.protocol.tokens_per_record == 54
     assert target.hidden_size > 2048 and target.linear_heads > 16      # not the 2B shape yet
+
+
+def test_folded_lanes_and_port_tokens_together():
+    """A two-lane QwenGPU folds its lanes (`tok.lane`) and commits its second store on a port
+    token; every token's embedding names a lane, 0 before a port token or the end."""
+    from qwengpu.backend_torch.plan import embedding_values
+
+    params = {"LANES": 2, "WARPS": 1, "REGS": 15, "PREDS": 7, "MEM_WORDS": 32,
+              "PROG_WORDS": 64, "PARAM_WORDS": 4}
+    plan = compile_spec("specs/qwengpu.hdl", "min", params=params).plan
+    protocol = plan.protocol
+    assert protocol.write_ports == 2 and "tok.lane" in plan.values
+    lanes = {embedding_values(plan, token)["tok.lane"] for token in range(protocol.vocab_size)}
+    assert lanes == {0, 1}
