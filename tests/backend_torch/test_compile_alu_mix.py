@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from qwengpu.dsl import Simulator
-from test_compile_harness import compile_to, load, run_case, texts
+from test_compile_harness import compile_and_load, run_case, texts
 
 SPEC = "tests/backend_torch/specs/alu_mix.hdl"
 
@@ -27,11 +27,10 @@ BF16_WIDE_SUMS = pytest.mark.xfail(
                                         pytest.param(torch.bfloat16, marks=BF16_WIDE_SUMS)],
                 ids=["fp32", "bf16"])
 def alu(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("alu")
-    compiled = compile_to(SPEC, directory, request.param)
+    compiled, model = compile_and_load(SPEC, tmp_path_factory.mktemp("alu"), request.param)
     ops = {op.spec.get("op") for op in compiled.plan.ops}
     assert {"lut", "luts", "sum", "carry", "select"} & ops >= {"sum", "carry", "select"}
-    return compiled, load(directory)
+    return compiled, model
 
 
 @pytest.mark.parametrize("seed", range(3))

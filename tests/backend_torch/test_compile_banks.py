@@ -11,7 +11,7 @@ import pytest
 
 from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.dsl import Simulator
-from test_compile_harness import compile_to, load, run_case, texts
+from test_compile_harness import compile_and_load, run_case, texts
 
 SPEC = "tests/backend_torch/specs/two_lanes.hdl"
 
@@ -24,9 +24,7 @@ def test_acc_is_split_into_lane_banks():
 
 @pytest.fixture(scope="module")
 def lanes(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("lanes")
-    compiled = compile_to(SPEC, directory)
-    return compiled, load(directory)
+    return compile_and_load(SPEC, tmp_path_factory.mktemp("lanes"))
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -26,6 +26,13 @@ def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", p
     return compiled
 
 
+def compile_and_load(spec: str, directory, dtype=torch.float32, params=None):
+    """(compiled, model): `spec` compiled (--target min) into `directory`, then loaded the way
+    the judge loads it (`load`)."""
+    compiled = compile_to(spec, directory, dtype, params=params)
+    return compiled, load(directory)
+
+
 def load(directory, dtype=None):
     """The checkpoint under stock transformers, on `$QWENGPU_TEST_DEVICE` (default cpu)."""
     kwargs = {"dtype": dtype} if dtype is not None else {}

@@ -12,7 +12,7 @@ import pytest
 from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.dsl import Simulator
 from qwengpu.passes import DEFAULT_PIPELINE
-from test_compile_harness import compile_to, load, run_case, texts
+from test_compile_harness import compile_and_load, run_case, texts
 
 SPEC = "tests/backend_torch/specs/lane_alu.hdl"
 
@@ -33,9 +33,7 @@ def test_lane_fields_are_emitted_from_one_cone():
 
 @pytest.fixture(scope="module")
 def lanes(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("lane_alu")
-    compiled = compile_to(SPEC, directory)
-    return compiled, load(directory)
+    return compile_and_load(SPEC, tmp_path_factory.mktemp("lane_alu"))
 
 
 @pytest.mark.parametrize("seed", range(3))

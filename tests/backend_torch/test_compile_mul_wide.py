@@ -16,7 +16,7 @@ from qwengpu.backend_torch.checkpoint import allocate
 from qwengpu.dsl import Simulator
 from qwengpu.passes import evaluate
 from qwengpu.runtime.prompt import state_prompt
-from test_compile_harness import compile_to, load, run_case, simulator_state, texts
+from test_compile_harness import compile_and_load, run_case, simulator_state, texts
 
 SPEC = "tests/backend_torch/specs/mul_wide.hdl"
 PRODUCT_LINE = 1 + Path(SPEC).read_text().splitlines().index(
@@ -29,9 +29,7 @@ CASES = [(0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF), (0x80000000, 0x7FFFFFFF, 1),
 
 @pytest.fixture(scope="module")
 def mul_wide(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("mul_wide")
-    compiled = compile_to(SPEC, directory, torch.float32)
-    return compiled, load(directory)
+    return compile_and_load(SPEC, tmp_path_factory.mktemp("mul_wide"))
 
 
 def _simulator(compiled, a, b, c) -> Simulator:

@@ -13,7 +13,7 @@ import pytest
 from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.dsl import Simulator
 from qwengpu.dsl.elaborate import load_design
-from test_compile_harness import compile_to, load, run_case, texts
+from test_compile_harness import compile_and_load, run_case, texts
 
 SPEC = "tests/backend_torch/specs/two_ports.hdl"
 
@@ -30,9 +30,7 @@ def test_mem_has_two_write_ports_and_one_port_token():
 
 @pytest.fixture(scope="module")
 def ports(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("ports")
-    compiled = compile_to(SPEC, directory)
-    return compiled, load(directory)
+    return compile_and_load(SPEC, tmp_path_factory.mktemp("ports"))
 
 
 def collisions(records) -> int:

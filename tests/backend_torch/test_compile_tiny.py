@@ -14,8 +14,8 @@ import torch
 from qwengpu.backend_torch.model import decode_logits, prefill_logits
 from qwengpu.dsl import Simulator
 from qwengpu.runtime.prompt import state_prompt
-from test_compile_harness import compile_to, expected_trace, load, run_case, \
-    simulator_state, texts
+from test_compile_harness import compile_and_load, compile_to, expected_trace, load, \
+    run_case, simulator_state, texts
 
 SPEC = "tests/backend_torch/specs/tiny_carried.hdl"
 HALT, LOADI, ADD, JNZ = range(4)
@@ -36,9 +36,7 @@ PROGRAMS = {
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("tiny")
-    compiled = compile_to(SPEC, directory)
-    return compiled, load(directory)
+    return compile_and_load(SPEC, tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.mark.parametrize("name", ["fibonacci", "halt"])

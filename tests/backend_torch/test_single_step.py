@@ -19,7 +19,7 @@ from qwengpu.backend_torch.single_step import check_step, compare, expected_ids,
     expected_record, is_qwengpu, model_record, model_size, random_state
 from qwengpu.dsl import load_design
 from qwengpu.isa import Instruction, Op
-from test_compile_harness import compile_to, load
+from test_compile_harness import compile_and_load, load
 
 SPECS = {
     "tiny_carried": "tests/backend_torch/specs/tiny_carried.hdl",
@@ -52,9 +52,7 @@ def prefill_tokens(protocol, seed: int, path: str) -> int:
 
 @pytest.fixture(scope="module", params=sorted(SPECS))
 def machine(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp(request.param)
-    compiled = compile_to(SPECS[request.param], directory)
-    return compiled, load(directory)
+    return compile_and_load(SPECS[request.param], tmp_path_factory.mktemp(request.param))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -171,9 +169,8 @@ def reduced(tmp_path_factory):
     given = os.environ.get("QWENGPU_REDUCED_MODEL")      # compiled already with REDUCED
     if given:
         return compiled, load(given)
-    directory = tmp_path_factory.mktemp("qwengpu_reduced")
-    compiled = compile_to("specs/qwengpu.hdl", directory, params=REDUCED)
-    return compiled, load(directory)
+    return compile_and_load("specs/qwengpu.hdl", tmp_path_factory.mktemp("qwengpu_reduced"),
+                            params=REDUCED)
 
 
 @pytest.mark.slow
