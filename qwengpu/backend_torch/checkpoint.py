@@ -28,7 +28,8 @@ from qwengpu.backend_torch.gadgets.core import DRIVES, Form, MlpWriter
 from qwengpu.backend_torch.model import blank_model, make_config
 from qwengpu.backend_torch.plan import Plan, build_plan
 from qwengpu.backend_torch.protocol import TraceProtocol
-from qwengpu.backend_torch.residual import ANALOG, Group, ResidualLayout, residual_rms
+from qwengpu.backend_torch.encodings import ONEHOT_ONLY, choose_encodings
+from qwengpu.backend_torch.residual import BINARY, Group, ResidualLayout, residual_rms
 from qwengpu.backend_torch.schedule import Schedule, format_schedule, schedule_plan
 from qwengpu.backend_torch.target import load_target
 from qwengpu.dsl.elaborate import load_design
@@ -49,8 +50,10 @@ class Compiled:
 
 def compile_spec(spec: str, target: str = "min", passes=None, params=None,
                  progress: Callable[[str], None] | None = None,
-                 estimate: bool = False) -> Compiled:
-    """Parse, elaborate, build the graph, run the passes, plan and schedule."""
+                 estimate: bool = False, encoding: str = ONEHOT_ONLY) -> Compiled:
+    """Parse, elaborate, build the graph, run the passes, plan, choose the encodings
+    (`encodings.py`: `onehot`, the default, or `binary` where the readers allow it) and
+    schedule."""
     say = progress or (lambda _message: None)
     times, start = {}, time.perf_counter()
     design = load_design(spec, params) if params else load_design(spec)
@@ -60,6 +63,7 @@ def compile_spec(spec: str, target: str = "min", passes=None, params=None,
     say(f"passes: {len(graph)} nodes ({times['passes']:.1f} s)")
     protocol = TraceProtocol.from_design(design)
     plan = build_plan(graph, protocol, estimate)
+    choose_encodings(plan, encoding)
     schedule = schedule_plan(plan, load_target(target))
     times["schedule"] = time.perf_counter() - start - times["passes"]
     say(f"schedule: {len(plan.ops)} ops in {schedule.layers_used} of "
@@ -72,11 +76,7 @@ def allocate(schedule: Schedule) -> tuple[ResidualLayout, dict[str, Group]]:
     layout = ResidualLayout(schedule.target.hidden_size, schedule.target.rms_norm_eps)
     groups = {}
     for name in schedule.order:
-        value = schedule.plan.values[name]
-        if value.analog_scale is not None:
-            group = Group(name, schedule.start[name], 1, value.analog_scale, ANALOG)
-        else:
-            group = Group(name, schedule.start[name], value.size)
+        group = schedule.plan.values[name].group(schedule.start[name])
         if group.stop > layout.hidden_size:
             raise ValueError(f"{name}: dims {group.start}..{group.stop - 1} outside the "
                              f"residual of {layout.hidden_size}")
@@ -131,6 +131,11 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
         model = blank_model(config, dtype)
     finally:
         torch.set_default_dtype(previous)
+    binary = [name for name, value in plan.values.items() if value.encoding == BINARY]
+    if binary and dtype != torch.float32:
+        raise ValueError(f"{len(binary)} values are binary (e.g. {binary[0]}), which is exact in "
+                         "float32 only (docs/schedule.md, \"Binary values\"); compile with "
+                         "encoding 'onehot' for bfloat16")
     layout, groups = allocate(schedule)
     hidden, eps = target.hidden_size, target.rms_norm_eps
     sizes = {s.name: s.size for s in plan.stores}

@@ -35,12 +35,13 @@ from typing import Sequence
 
 import torch
 
-from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, bit_of, const, entries, put, \
-    put_analog, value_of, weighted
+from qwengpu.backend_torch.encodings import disjoint_cubes
+from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, bit_of, const, cube_form, \
+    entries, is_value, put, put_analog, value_of, weighted
 from qwengpu.backend_torch.gadgets.memory import (Memory, HeadWriter, address, drive_for,
                                                   fixed_address, when)
 from qwengpu.backend_torch.plan import HEAD_DIM, Op, Plan
-from qwengpu.backend_torch.residual import ANALOG, Group
+from qwengpu.backend_torch.residual import ANALOG, BINARY, Group
 from qwengpu.passes.digits import DIGIT_BITS, DIGIT_OPS, affine_fit, sum_values
 
 
@@ -56,8 +57,13 @@ class _Operands:
                 self.items.append((groups[payload], plan.values[payload].domain, None))
 
 
-def _entries(group: Group, values) -> Form:
-    return entries(group, [v for v in values if 0 <= v < group.size])
+def _term_forms(group: Group, accepted, domain) -> list[Form]:
+    """Forms that are 1 when `group` holds one of `accepted` (a one-hot group: one form; a
+    binary group: one per disjoint cube, values outside `domain` being free)."""
+    if group.kind == BINARY:
+        cubes = disjoint_cubes(accepted, domain, group.size)
+        return [cube_form(group, cube) for cube in cubes]
+    return [entries(group, [v for v in accepted if 0 <= v < group.size])]
 
 
 CONSTANT_GROUP = "tok.bos"       # one hot entry on every token: its dims sum to exactly 1
@@ -86,15 +92,29 @@ def step(writer: MlpWriter, form, threshold: float, output, gap: float = 0.5) ->
         writer._column(unit, Form(output) * (sign / drive.step_b))
 
 
-def _step_all(writer: MlpWriter, terms: list[tuple[Group, set]], output: Form) -> None:
-    """`output` when every (group, accepted values) term holds; no terms: always."""
+# An AND term on an embedding value (always exactly +-1 or one-hot) weighs this much: where
+# it is false, the other terms cannot outweigh it even if they are far from clean (values
+# computed from a prompt token's scratch are; a binary cube form adds every bit's deviation).
+EXACT_WEIGHT = 8.0
+
+
+def _step_all(writer: MlpWriter, terms: list[tuple[Group, set, Sequence[int]]],
+              output: Form) -> None:
+    """`output` when every (group, accepted values, domain) term holds; no terms: always.
+    One step, or one per combination of cubes where binary groups need several; terms on
+    embedding values weigh `EXACT_WEIGHT`."""
     if not terms:
         writer.bias(output)
         return
-    form = Form()
-    for group, accepted in terms:
-        form = form + _entries(group, accepted)
-    step(writer, form, len(terms) - 0.5, output)
+    choices = [_term_forms(group, accepted, domain) for group, accepted, domain in terms]
+    exact = getattr(writer, "exact_groups", set())
+    weights = [EXACT_WEIGHT if group.name in exact and len(terms) > 1 else 1.0
+               for group, _, _ in terms]
+    for parts in itertools.product(*choices):
+        form = Form()
+        for part, weight in zip(parts, weights):
+            form = form + part * weight
+        step(writer, form, sum(weights) - 0.5, output)
 
 
 def emit_mlp(writer: MlpWriter, op: Op, plan: Plan, groups: dict[str, Group]) -> None:
@@ -103,6 +123,7 @@ def emit_mlp(writer: MlpWriter, op: Op, plan: Plan, groups: dict[str, Group]) ->
     out = groups[op.outputs[0]]
     kind = spec["op"]
     writer.constant_group = groups[CONSTANT_GROUP]
+    writer.exact_groups = set(plan.embedding)
     if kind == "sum":
         _emit_sum(writer, spec["node"], _Operands(plan, groups, spec["operands"]), out)
     elif kind == "carry":
@@ -154,7 +175,8 @@ def _emit_sum(writer, node, ops: _Operands, out: Group) -> None:
             form = form + value_of(group) * float(line[0]) + const(line[1])
             domains.append(domain)
         else:
-            form = form + weighted(group, lambda v, t=term: t[v] if v < len(t) else 0)
+            form = form + weighted(group, lambda v, t=term: t[v] if v < len(t) else 0,
+                                   domain)
             domains.append(domain)
         terms.append(term)
     totals = sorted(sum_values(terms, domains))
@@ -207,7 +229,7 @@ def _emit_carry(writer, ops: _Operands, out: Group) -> None:
             if group is None:
                 possible &= value == need
             elif need in domain:
-                terms.append((group, {need}))
+                terms.append((group, {need}, domain))
             else:
                 possible = False
         if possible:
@@ -222,8 +244,8 @@ def _emit_arm(writer, conditions, arm, out: Group) -> None:
         _step_all(writer, conditions, put(out, value))
         return
     for v in domain:
-        if v < out.size:      # staged bytes above an element's width are 0 (protocol)
-            _step_all(writer, conditions + [(group, {v})], put(out, v))
+        if v < out.count:     # staged bytes above an element's width are 0 (protocol)
+            _step_all(writer, conditions + [(group, {v}, domain)], put(out, v))
 
 
 def _emit_choose(writer, selector, arms, default, out: Group) -> None:
@@ -234,10 +256,12 @@ def _emit_choose(writer, selector, arms, default, out: Group) -> None:
         covered.update(live)
         if not live:
             continue
-        _emit_arm(writer, [] if sel_group is None else [(sel_group, set(live))], arm, out)
+        _emit_arm(writer, [] if sel_group is None else [(sel_group, set(live), sel_domain)],
+                  arm, out)
     rest = [v for v in sel_domain if v not in covered]
     if rest and default is not None:
-        _emit_arm(writer, [] if sel_group is None else [(sel_group, set(rest))], default, out)
+        _emit_arm(writer, [] if sel_group is None else [(sel_group, set(rest), sel_domain)],
+                  default, out)
 
 
 def _emit_priority(writer, node, ops: _Operands, out: Group) -> None:
@@ -256,11 +280,11 @@ def _emit_priority(writer, node, ops: _Operands, out: Group) -> None:
                 return
             continue
         if true and not blocked:
-            _emit_arm(writer, previous_false + [(group, true)], arm, out)
+            _emit_arm(writer, previous_false + [(group, true, domain)], arm, out)
         if not false:
             blocked = True
             break
-        previous_false.append((group, false))
+        previous_false.append((group, false, domain))
     if not blocked:
         _emit_arm(writer, previous_false, default, out)
 
@@ -296,9 +320,9 @@ def _emit_function(writer, ops: _Operands, fn, out) -> None:
             values[inner] = y
             by_output.setdefault(fn(*values), set()).add(y)
         for w, ys in sorted(by_output.items()):
-            terms = [(items[i][0], {v}) for i, v in zip(outer, combo)]
+            terms = [(items[i][0], {v}, items[i][1]) for i, v in zip(outer, combo)]
             if len(by_output) > 1:
-                terms.append((items[inner][0], ys))
+                terms.append((items[inner][0], ys, items[inner][1]))
             if not terms:
                 writer.bias(put_all(w))
             else:
@@ -330,9 +354,7 @@ def count_units(op: Op, plan: Plan) -> int:
     names = op.inputs + op.outputs + [CONSTANT_GROUP]
     groups = {}
     for name in names:
-        value = plan.values[name]
-        groups[name] = Group(name, 0, value.size) if value.analog_scale is None else \
-            Group(name, 0, 1, value.analog_scale, ANALOG)
+        groups[name] = plan.values[name].group(0)
     writer = MlpWriter(None, range(1 << 30), 1.0)
     emit_mlp(writer, op, plan, groups)
     return writer.flush()
@@ -369,8 +391,8 @@ def emit_scratch(model, layer: int, heads: Sequence[int], rms: float, op: Op,
                     if entry == 0:
                         form = form + Form({bos.dim(1): drive.value_gain})
                     writer.channel("v", head, offset + entry, [(0, form)])
-                    writer.read_out(head, offset + entry, target.dim(entry),
-                                    target.scale / (normalised * drive.gate))
+                    writer.read_out(head, offset + entry,
+                                    put(target, entry, 1.0 / (normalised * drive.gate)))
                 offset += size
         writer.beta(head, beta_form)
 
@@ -401,7 +423,8 @@ def embedding_table(plan: Plan, groups: dict[str, Group], hidden: int) -> torch.
     table[:, 0] = 1.0
     for token_id in range(protocol.vocab_size):
         for name, value in embedding_values(plan, token_id).items():
-            table[token_id, groups[name].dim(value)] = groups[name].scale
+            for dim, coef in put(groups[name], value).items():
+                table[token_id, dim] = coef
     return table
 
 

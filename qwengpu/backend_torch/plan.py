@@ -23,8 +23,9 @@ docs/compiler.md (bottom to top):
 6. **Emission**: `next.kind` (the next record position, or end of launch), `next.lo`,
    `next.hi`.
 
-Values are one-hot groups indexed by the raw value (a `u3` digit has 8 dims, a bit 2), except
-the analog column sums of a multiplier (`mul_column`): one dim holding the number
+Values are one-hot groups indexed by the raw value (a `u3` digit has 8 dims, a bit 2) when
+planned; `encodings.choose_encodings` then makes binary (one signed dim per bit) every value
+whose readers allow it.  The exception: the analog column sums of a multiplier (`mul_column`): one dim holding the number
 times `analog_scale`.
 Every op is given its inputs as *operands*: `("v", name)` for a value, `("c", k)` for a
 constant.  `schedule.py` places the ops into layers; `emit.py` writes their weights.
@@ -35,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from qwengpu.backend_torch.gadgets.multiply import ANALOG_SCALE
 from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.backend_torch.residual import ANALOG, BINARY, ONEHOT, Group
 from qwengpu.backend_torch.stores import Store, commit_target, const_index, index_digits, \
     plan_stores, store_of
 from qwengpu.errors import CapacityError, HdlError, Location
@@ -49,15 +51,35 @@ MODE_OTHER, MODE_CLOSE, MODE_BOS, MODE_COMMIT = 0, 1, 2, 3
 @dataclass
 class Value:
     name: str
-    size: int
+    size: int                          # residual dims (one-hot: the number of values)
     domain: tuple[int, ...]
     loc: Location | None = None
     analog_scale: float | None = None   # analog: one dim holding `value * analog_scale`
+    encoding: str = ONEHOT              # or BINARY (`encodings.choose_encodings`)
+    count: int = 0                      # how many values (0: `size`)
+
+    def make_binary(self, bits: int) -> None:
+        self.count, self.size, self.encoding = self.size, bits, BINARY
+
+    @property
+    def values(self) -> int:
+        return self.count or self.size
 
     @property
     def hot_entries(self) -> int:
-        """Hot entries this value adds to the norm ledger (analog dims count as 0)."""
-        return 0 if self.analog_scale is not None else 1
+        """What this value adds to the norm ledger's sum of squares: 1 for a one-hot group,
+        one per dim for a binary one, 0 for an analog dim."""
+        if self.analog_scale is not None:
+            return 0
+        return self.size if self.encoding == BINARY else 1
+
+    def group(self, start: int) -> Group:
+        """Its residual group from dim `start`."""
+        if self.analog_scale is not None:
+            return Group(self.name, start, 1, self.analog_scale, ANALOG)
+        if self.encoding == BINARY:
+            return Group(self.name, start, self.size, kind=BINARY, values=self.count)
+        return Group(self.name, start, self.size)
 
 
 @dataclass

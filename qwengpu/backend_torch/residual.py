@@ -9,6 +9,12 @@ This module is the reference for how values live in the residual stream (see als
   value `v` puts `scale` (1.0 unless said otherwise) at `start + v` and 0 elsewhere.  A bit is a
   2-dim group `[is0, is1]`, a hex digit a 16-dim group, a 32-bit word 8 hex-digit groups,
   least significant digit first (`Word`).
+- A **binary** group (`Group(kind="binary")`, `size` dims for up to `2^size` values) holds
+  value `v` as signs: dim `start + k` is `+scale` where bit `k` of `v` is 1 and `-scale`
+  where it is 0, so its norm does not depend on the value either.  A hex digit takes 4 dims
+  instead of 16; `count` is how many values it may hold.  Gadgets read it through cube forms
+  (`gadgets/core.py`: `is_value`, `cube_form`) and write it through `put`; which values are
+  binary is chosen per value (`backend_torch/encodings.py`).
 - An **analog** group (`Group(kind="analog")`, one dim) holds a number `v` as `v * scale` in its
   one dim.  Analog dims exist only between two layers of one multi-layer gadget; `scale` is
   chosen so small that their squares are negligible in the norm (see below).
@@ -40,6 +46,7 @@ ONE_DIM = 0
 HEX = 16
 WORD_DIGITS = 8
 ONEHOT = "onehot"
+BINARY = "binary"
 ANALOG = "analog"
 
 
@@ -52,6 +59,14 @@ class Group:
     size: int
     scale: float = 1.0
     kind: str = ONEHOT
+    values: int = 0         # binary: how many values it may hold (default 2^size)
+
+    @property
+    def count(self) -> int:
+        """How many values the group may hold (1 for an analog dim's number)."""
+        if self.kind == BINARY:
+            return self.values or 1 << self.size
+        return self.size
 
     @property
     def stop(self) -> int:
@@ -62,7 +77,9 @@ class Group:
         return range(self.start, self.stop)
 
     def dim(self, value: int) -> int:
-        """The residual dim that is hot when the group holds `value`."""
+        """The residual dim that is hot when the one-hot group holds `value`."""
+        if self.kind == BINARY:
+            raise ValueError(f"{self.name}: a binary group has no hot dim per value")
         if not 0 <= value < self.size:
             raise ValueError(f"{self.name}: value {value} outside 0..{self.size - 1}")
         return self.start + value
@@ -70,7 +87,15 @@ class Group:
     @property
     def square_norm(self) -> float:
         """What the group adds to `sum(h_i^2)` on every token (0 for an analog group)."""
+        if self.kind == BINARY:
+            return self.size * self.scale ** 2
         return self.scale ** 2 if self.kind == ONEHOT else 0.0
+
+    def signs(self, value: int) -> list[float]:
+        """A binary group's dims (in units of `scale`) holding `value`: +1 per set bit."""
+        if not 0 <= value < self.count:
+            raise ValueError(f"{self.name}: value {value} outside 0..{self.count - 1}")
+        return [1.0 if (value >> bit) & 1 else -1.0 for bit in range(self.size)]
 
 
 @dataclass(frozen=True)
@@ -105,6 +130,8 @@ def word_digits(value: int, digits: int = WORD_DIGITS) -> list[int]:
 
 def onehot(group: Group, value: int) -> torch.Tensor:
     """The group's own dims (length `size`) holding `value`."""
+    if group.kind == BINARY:
+        return torch.tensor(group.signs(value)) * group.scale
     vector = torch.zeros(group.size)
     vector[group.dim(value) - group.start] = group.scale
     return vector
@@ -225,6 +252,9 @@ class ResidualLayout:
                     digit = torch.tensor(values)
                 if group.kind == ANALOG:
                     vectors[:, group.start] = digit.float() * group.scale
+                elif group.kind == BINARY:
+                    for row, v in enumerate(digit.tolist()):
+                        vectors[row, group.start:group.stop] = onehot(group, v)
                 elif ((digit < 0) | (digit >= group.size)).any():
                     raise ValueError(f"{group.name}: value outside 0..{group.size - 1}")
                 else:
@@ -251,6 +281,8 @@ def write(vector: torch.Tensor, target: Live, value: int | float) -> None:
     vector[..., target.start:target.stop] = 0
     if target.kind == ANALOG:
         vector[..., target.start] = float(value) * target.scale
+    elif target.kind == BINARY:
+        vector[..., target.start:target.stop] = onehot(target, int(value))
     else:
         vector[..., target.dim(int(value))] = target.scale
 
@@ -271,6 +303,9 @@ def decode_many(group: Group, vectors: torch.Tensor) -> tuple[torch.Tensor, torc
     if group.kind == ANALOG:
         return block[..., 0].round().long(), (0.5 - (block[..., 0] - block[..., 0].round())
                                               .abs())
+    if group.kind == BINARY:      # the sign of each dim; the margin is the least |dim|
+        weights = 1 << torch.arange(group.size)
+        return ((block > 0).long() * weights).sum(-1), block.abs().amin(-1)
     top = block.topk(min(2, group.size), dim=-1)
     second = top.values[..., 1] if group.size > 1 else torch.zeros_like(top.values[..., 0])
     return top.indices[..., 0], top.values[..., 0] - second

@@ -7,7 +7,9 @@ kind whose inputs are ready go in order of their latest possible sublayer (ALAP;
 order) while the layer has room (MLP units, DeltaNet heads; mixers only in
 `linear_attention` layers); deterministic.  A file target's caps are its sizes; for `min`
 the caps are the smallest that still fit 45 layers (binary search), so the layers are used
-evenly and min's intermediate size is what one layer really needs.  The scratch sits in layer 0's mixer by construction (its inputs are the
+evenly and min's intermediate size is what one layer really needs; a file target's ops
+get the smallest such cap that lets the residual fit (`_file_op_cap`), and its erasures
+the rest of each layer.  The scratch sits in layer 0's mixer by construction (its inputs are the
 embedding).  A plan that needs more than 45 layers, or more residual dims than the target
 has, fails with a `CapacityError` naming the resource, what was needed, what there is, and
 the HDL line of the op that overflowed.
@@ -155,6 +157,8 @@ def schedule_plan(plan: Plan, target: Target) -> Schedule:
     unit_cap, head_cap = target.units_per_layer, target.heads_per_layer
     if target.is_min:
         unit_cap, head_cap = _min_caps(plan, target)
+    else:
+        unit_cap = _file_op_cap(plan, target)
     ready, units, heads = _list_schedule(plan, target, unit_cap, head_cap)
     layers_used = 1 + max(op.layer for op in plan.ops)
     position = {name: i for i, name in enumerate(plan.values)}
@@ -163,7 +167,8 @@ def schedule_plan(plan: Plan, target: Target) -> Schedule:
     if target.is_min:
         start, dims, erase_at, widest = _smallest_min_layout(plan, target, ready, units)
     else:
-        start, dims, erase_at = reuse_layout(plan, target, ready, units, unit_cap)
+        start, dims, erase_at = reuse_layout(plan, target, ready, units,
+                                             target.units_per_layer)
     built = fit_min_target(target, dims, widest, max(heads.values(), default=1))
     schedule = Schedule(plan, built, ready, layers_used, dict(units), dict(heads), order,
                         start, erase_at, dims)
@@ -280,6 +285,26 @@ def _latest_sublayers(plan: Plan, target: Target) -> list[int]:
                 p = producer[v]
                 latest[p] = min(latest[p], sublayer - 1)
     return latest
+
+
+def _file_op_cap(plan: Plan, target: Target) -> int:
+    """A file target: the per-layer cap on the ops' units.  Ops packed as tightly as the
+    layers allow keep values live longer and leave no units for erasures, so the cap is the
+    smallest that fits the layers (as for `min`), raised by steps (1.25, 1.5, 2, 3 times,
+    then the whole layer) while the residual does not fit; erasures may use the layer's
+    remaining units."""
+    smallest, _ = _min_caps(plan, target)
+    full = target.units_per_layer
+    caps = sorted({min(full, int(smallest * f)) for f in (1.0, 1.25, 1.5, 2.0, 3.0)} | {full})
+    best = None
+    for cap in caps:
+        ready, units, _ = _list_schedule(plan, target, cap, target.heads_per_layer)
+        dims = reuse_layout(plan, target, ready, units, full)[1]
+        if dims <= target.hidden_size:
+            return cap
+        if best is None or dims < best[0]:
+            best = (dims, cap)
+    return best[1]
 
 
 def _min_caps(plan: Plan, target: Target) -> tuple[int, int]:

@@ -19,8 +19,9 @@ from qwengpu.dsl import Simulator
 from qwengpu.runtime.prompt import state_prompt
 
 
-def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", params=None):
-    compiled = compile_spec(spec, target, params=params)
+def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", params=None,
+               encoding: str = "onehot"):
+    compiled = compile_spec(spec, target, params=params, encoding=encoding)
     model = build_model(compiled.schedule, dtype)
     write_checkpoint(compiled, model, directory, str(dtype))
     return compiled

@@ -179,13 +179,31 @@ def test_reused_dims_never_overlap_live_values():
 
 def test_the_full_machine_schedules_into_45_layers_at_min():
     """specs/qwengpu.hdl at its own parameters: every write carried, `mem`'s four lane stores
-    on port tokens, `prog` (128 words, every index in range) in one head per replica; the
-    min shape it needs is far wider than Qwen3.5-2B (docs/schedule.md, "Figures")."""
-    schedule = compile_spec("specs/qwengpu.hdl", "min").schedule
+    on port tokens, `prog` (128 words, every index in range) in one head per replica; with
+    binary values its min residual is narrower than Qwen3.5-2B's
+    (docs/schedule.md, "Figures"); all one-hot it is four times wider."""
+    schedule = compile_spec("specs/qwengpu.hdl", "min", encoding="binary").schedule
     target = schedule.target
     assert schedule.layers_used == NUM_LAYERS
     assert schedule.plan.protocol.tokens_per_record == 54
-    assert target.hidden_size > 2048 and target.linear_heads > 16      # not the 2B shape yet
+    assert target.hidden_size <= 2048
+    onehot = compile_spec("specs/qwengpu.hdl", "min").schedule
+    assert onehot.target.hidden_size > 3 * target.hidden_size
+
+
+def test_the_full_machine_schedules_into_the_2b_shape():
+    """Issue #4's shape: the whole machine in Qwen3.5-2B's 45 layers of hidden 2048,
+    intermediate 6144 and 16 DeltaNet heads, erasures included, with binary values."""
+    schedule = compile_spec("specs/qwengpu.hdl", "qwen3.5-2b", encoding="binary").schedule
+    target = schedule.target
+    assert (target.hidden_size, target.intermediate_size, target.linear_heads) == \
+        (2048, 6144, 16)
+    assert schedule.layers_used == NUM_LAYERS and schedule.dims <= 2048
+    assert all(schedule.layer_units(layer) <= 6144 for layer in range(NUM_LAYERS))
+    assert all(heads <= 16 for heads in schedule.heads.values())
+    types = target.layer_types
+    assert all(op.kind == "mlp" or types[op.layer] != "full_attention"
+               for op in schedule.plan.ops)
 
 
 def test_folded_lanes_and_port_tokens_together():

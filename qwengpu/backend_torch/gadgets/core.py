@@ -31,7 +31,7 @@ from typing import Iterable, Mapping
 
 import torch
 
-from qwengpu.backend_torch.residual import ANALOG, ONE_DIM, Group
+from qwengpu.backend_torch.residual import ANALOG, BINARY, ONE_DIM, Group
 
 
 class Form(dict):
@@ -68,13 +68,62 @@ def const(value: float) -> Form:
     return Form({ONE_DIM: float(value)})
 
 
+def literal(group: Group, bit: int, value: int) -> Form:
+    """1 when bit `bit` of a binary group's value is `value`, else 0 (from the dim's sign)."""
+    sign = 1.0 if value else -1.0
+    return Form({group.start + bit: sign / (2 * group.scale)}) + const(0.5)
+
+
+def cube_form(group: Group, cube: Mapping[int, int]) -> Form:
+    """For a binary group: 1 when every bit `k` of the value is `cube[k]`, else 0 or less
+    (down to `1 - len(cube)`): an AND of literals, which a step or a SiLU channel reads like
+    a one-hot entry.  The empty cube is always 1."""
+    form = const(1.0 - len(cube)) if cube else const(1.0)
+    for bit, value in sorted(cube.items()):
+        form = form + literal(group, bit, value)
+    return form
+
+
+def value_cube(group: Group, value: int) -> dict[int, int]:
+    return {bit: (value >> bit) & 1 for bit in range(group.size)}
+
+
+def is_value(group: Group, value: int) -> Form:
+    """1 when the group holds `value`; else 0 (one-hot) or 0 or less (binary: see
+    `cube_form`).  Good wherever only one such form per group is read, as an AND term."""
+    if group.kind == BINARY:
+        return cube_form(group, value_cube(group, value))
+    return Form({group.dim(value): 1.0 / group.scale})
+
+
 def entries(group: Group, values: Iterable[int]) -> Form:
-    """1 when the one-hot group holds one of `values`, else 0."""
-    return Form({group.dim(v): 1.0 / group.scale for v in sorted(set(values))})
+    """1 when the group holds one of `values`, else 0.  A binary group needs `values` to be
+    one cube of its code space (see `encodings.disjoint_cubes` for other sets)."""
+    values = sorted(set(values))
+    if group.kind == BINARY:
+        from qwengpu.backend_torch.encodings import disjoint_cubes
+        cubes = disjoint_cubes(set(values), range(group.count), group.size)
+        if len(cubes) != 1:
+            raise ValueError(f"{group.name}: {values} is not one cube of a binary group")
+        return cube_form(group, cubes[0])
+    return Form({group.dim(v): 1.0 / group.scale for v in values})
 
 
-def weighted(group: Group, weight) -> Form:
-    """`weight(v)` when the one-hot group holds `v` (any table of numbers over its domain)."""
+def weighted(group: Group, weight, domain: Iterable[int] | None = None) -> Form:
+    """`weight(v)` when the group holds `v` (any table over a one-hot group's domain; for a
+    binary group the table must be affine in the bits over `domain`, default every value)."""
+    if group.kind == BINARY:
+        from qwengpu.backend_torch.encodings import affine_in_bits
+        domain = list(range(group.count) if domain is None else domain)
+        fit = affine_in_bits([float(weight(v)) for v in domain], domain, group.size)
+        if fit is None:
+            raise ValueError(f"{group.name}: a table that is not affine in the bits")
+        constant, slopes = fit
+        form = const(constant)
+        for bit, slope in enumerate(slopes):
+            if slope:
+                form = form + literal(group, bit, 1) * slope
+        return form
     return Form({group.dim(v): float(weight(v)) / group.scale
                  for v in range(group.size) if weight(v)})
 
@@ -87,12 +136,18 @@ def value_of(group: Group) -> Form:
 
 
 def bit_of(group: Group, bit: int) -> Form:
-    """Bit `bit` of the value a one-hot group holds (0 or 1)."""
+    """Bit `bit` of the value a group holds (0 or 1)."""
+    if group.kind == BINARY:
+        return literal(group, bit, 1)
     return entries(group, [v for v in range(group.size) if (v >> bit) & 1])
 
 
 def put(group: Group, value: int, amount: float = 1.0) -> Form:
-    """An output that adds `amount` hot entries at `value` of a one-hot group."""
+    """An output that adds `amount` times the group holding `value` (a one-hot entry, or a
+    binary group's signs)."""
+    if group.kind == BINARY:
+        return Form({group.start + bit: amount * sign * group.scale
+                     for bit, sign in enumerate(group.signs(value))})
     return Form({group.dim(value): amount * group.scale})
 
 

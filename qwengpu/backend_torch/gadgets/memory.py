@@ -49,7 +49,7 @@ from typing import Callable, Iterable, Mapping, Sequence, Union
 
 import torch
 
-from qwengpu.backend_torch.gadgets.core import Form, const
+from qwengpu.backend_torch.gadgets.core import Form, const, entries, is_value, put
 from qwengpu.backend_torch.residual import ONE_DIM, Group, Live, Word
 
 CONV_KERNEL = 4
@@ -109,7 +109,7 @@ class When:
     values: tuple[int, ...]
 
     def form(self) -> Form:
-        return Form({self.group.dim(v): 1.0 / self.group.scale for v in sorted(set(self.values))})
+        return entries(self.group, self.values)
 
 
 def when(group: Group, *values: int) -> When:
@@ -152,7 +152,7 @@ class SlotAddress:
         for values, slot in sorted(self.slot_of.items()):
             parts = per_slot.setdefault(slot, [])
             for group, tap, value in zip(self.groups, self.taps, values):
-                parts.append((tap, Form({group.dim(value): drive.key_gain / group.scale})))
+                parts.append((tap, is_value(group, value) * drive.key_gain))
         for slot, parts in per_slot.items():
             parts.append((self.taps[0],
                           const(-drive.key_gain * (count - 1) - drive.key_offset)))
@@ -161,9 +161,9 @@ class SlotAddress:
 
 def address(group: Group, slot_of: Callable[[int], int] | None = None, tap: int = 0
             ) -> SlotAddress:
-    """Slot `slot_of(v)` (default `v`) when the one-hot `group` holds `v`."""
+    """Slot `slot_of(v)` (default `v`) when the group holds `v`."""
     slot_of = slot_of or (lambda value: value)
-    return SlotAddress((group,), {(v,): slot_of(v) for v in range(group.size)}, (tap,))
+    return SlotAddress((group,), {(v,): slot_of(v) for v in range(group.count)}, (tap,))
 
 
 def pair_address(first: Group, second: Group,
@@ -172,8 +172,8 @@ def pair_address(first: Group, second: Group,
     """Slot `slot_of(a, b)` (default `a * second.size + b`) for the pair of one-hot groups."""
     slot_of = slot_of or (lambda a, b: a * second.size + b)
     return SlotAddress((first, second),
-                       {(a, b): slot_of(a, b) for a in range(first.size)
-                        for b in range(second.size)}, taps)
+                       {(a, b): slot_of(a, b) for a in range(first.count)
+                        for b in range(second.count)}, taps)
 
 
 def fixed_address(slot: int = 0) -> SlotAddress:
@@ -208,12 +208,13 @@ def pack_values(items: Sequence[Union[Live, tuple[Live, int]]], head_dim: int = 
     """Lay the value groups out in heads of `head_dim` dims, in order, never splitting one."""
     packed, head, offset = [], 0, 0
     for group, tap in flatten_groups(items):
-        if group.size > head_dim:
-            raise ValueError(f"{group.name}: {group.size} dims do not fit a {head_dim}-dim head")
-        if offset + group.size > head_dim:
+        if group.count > head_dim:
+            raise ValueError(f"{group.name}: {group.count} values do not fit a {head_dim}-dim "
+                             "head")
+        if offset + group.count > head_dim:
             head, offset = head + 1, 0
         packed.append(ValuePart(group, tap, head, offset))
-        offset += group.size
+        offset += group.count
     return packed
 
 
@@ -247,7 +248,7 @@ class Memory:
 
     def output_shape(self) -> list[int]:
         """Sizes of the groups a read port writes, in value order."""
-        return [part.group.size for part in self.parts]
+        return [part.group.count for part in self.parts]
 
     def cost(self, reads: int = 1) -> MixerCost:
         """Heads and residual dims of `reads` replicas (each with its own read port)."""
@@ -272,8 +273,8 @@ class Memory:
             raise ValueError(f"{self.name}: needs {self.heads} head(s), got {len(heads)}")
         drive = drive_for(attn.in_proj_qkv.weight.dtype)
         out_groups = flatten_groups(outputs or [])
-        if query is not None and [g.size for g, _ in out_groups] != self.output_shape():
-            raise ValueError(f"{self.name}: outputs {[g.size for g, _ in out_groups]} do not "
+        if query is not None and [g.count for g, _ in out_groups] != self.output_shape():
+            raise ValueError(f"{self.name}: outputs {[g.count for g, _ in out_groups]} do not "
                              f"match the value groups {self.output_shape()}")
         head = HeadWriter(attn, rms, drive)
         for index, value_head in enumerate(heads):
@@ -287,8 +288,8 @@ class Memory:
                     head.channel("q", key_head, slot, parts)
             mine = [part for part in self.parts if part.head == index]
             for part in mine:
-                for entry in range(part.group.size):
-                    form = Form({part.group.dim(entry): drive.value_gain / part.group.scale})
+                for entry in range(part.group.count):
+                    form = is_value(part.group, entry) * drive.value_gain
                     head.channel("v", value_head, part.offset + entry,
                                  [(part.tap, form), (part.tap, const(-drive.value_offset))])
             head.beta(value_head, self._beta_form(drive))
@@ -301,9 +302,9 @@ class Memory:
             for part in mine:
                 group = out_groups[self.parts.index(part)][0]
                 scale = out_scale if out_scale is not None else group.scale
-                for entry in range(part.group.size):
-                    head.read_out(value_head, part.offset + entry, group.dim(entry),
-                                  scale / (normalised * gate))
+                for entry in range(part.group.count):
+                    head.read_out(value_head, part.offset + entry,
+                                  put(group, entry, scale / group.scale / (normalised * gate)))
         self.replicas.append((layer, tuple(heads)))
         dims = sum(g.size for g, _ in out_groups) if query is not None else 0
         return MixerCost(self.name, LINEAR_ATTENTION, len(heads), dims)
@@ -312,7 +313,7 @@ class Memory:
         if self.init is None:
             return Form()
         groups = max(len(self.address.groups), 1)
-        return Form({self.init.dim(1): drive.key_gain * groups / self.init.scale})
+        return is_value(self.init, 1) * (drive.key_gain * groups)
 
     def _beta_form(self, drive: MixerDrive) -> Form:
         conditions = list(self.write_when)
@@ -321,8 +322,7 @@ class Memory:
             form = form + condition.form() * (2 * drive.beta)
         form = form + const(-drive.beta * (2 * len(conditions) - 1))
         if self.init is not None:
-            form = form + Form({self.init.dim(1): 2 * drive.beta * max(len(conditions), 1)
-                                / self.init.scale})
+            form = form + is_value(self.init, 1) * (2 * drive.beta * max(len(conditions), 1))
         return form
 
 
@@ -422,11 +422,13 @@ class HeadWriter:
             for dim, coef in form.items():
                 weight[value_head, dim] = float(weight[value_head, dim]) + coef * self.rms
 
-    def read_out(self, value_head: int, index: int, residual_dim: int, factor: float) -> None:
-        """Value dim `index` of the head reaches `residual_dim` times `factor`."""
+    def read_out(self, value_head: int, index: int, output: Mapping[int, float]) -> None:
+        """Value dim `index` of the head reaches each residual dim `d` of `output` times
+        `output[d]` (one dim for a one-hot group's entry, every dim for a binary one's)."""
         column = value_head * self.value_dim + index
         with torch.no_grad():
             self.attn.in_proj_z.weight[column, ONE_DIM] = self.drive.gate * self.rms
-            self.attn.out_proj.weight[residual_dim, column] = factor
+            for residual_dim, factor in output.items():
+                self.attn.out_proj.weight[residual_dim, column] = factor
 
 

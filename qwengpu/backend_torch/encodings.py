@@ -1,0 +1,196 @@
+"""Binary residual encodings: which values are held as signs, and the cube algebra to read them.
+
+A one-hot group spends one residual dim per value (a hex digit 16); a binary group
+(`residual.BINARY`) spends one dim per bit (a hex digit 4), each `+1` or `-1`, so the norm
+ledger still sees the same sum of squares on every token.  Writing a binary value costs
+nothing more than writing a one-hot one: every writer (an MLP step, a DeltaNet read-out, the
+embedding) adds a linear image of a one-hot choice, and the signs of value `v` are such an
+image.  Reading is where the encodings differ:
+
+- an AND term "the value is in set S" (steps, SiLU key and value channels) needs S to be a
+  *cube* (some bits fixed, the rest free): `cube_form` is 1 on the cube and 0 or less off it.
+  Any other set is split into disjoint cubes (`disjoint_cubes`, values outside the domain
+  being free), one step per cube, so a binary read may take more MLP units;
+- a weighted sum (`sum` ops) needs its table to be affine in the bits (`affine_in_bits`):
+  adders' digit terms are, arbitrary tables are not;
+- a one-hot *set* read by a linear form that is not an AND (the scratch's write enable sums
+  its slots), the lm_head's emission groups and the constant group `tok.bos` stay one-hot;
+- so do the scratch's read-outs: a cube form adds up every bit's deviation, so a binary
+  value must be exactly +-1, and a scratch head whose slots were written at different
+  tokens reads them back at uneven scales (memories write a whole value at once and read
+  back clean).
+
+`choose_encodings(plan)` makes every value binary whose readers all allow it (docs/schedule.md,
+"Binary values"); `--encoding onehot` keeps the old layout.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+from qwengpu.backend_torch.plan import Plan
+
+ONEHOT_ONLY, BINARY_WHERE_READABLE = "onehot", "binary"
+ENCODINGS = (BINARY_WHERE_READABLE, ONEHOT_ONLY)
+MAX_BINARY_BITS = 8           # larger values stay one-hot (cube covers grow as 3^bits)
+
+
+def bits_for(count: int) -> int:
+    return max(1, (count - 1).bit_length())
+
+
+def disjoint_cubes(accepted: Iterable[int], domain: Iterable[int], bits: int
+                   ) -> list[dict[int, int]]:
+    """Cubes (`{bit: value}`) that together hold exactly the values of `domain` in `accepted`,
+    each such value in one cube only; codes outside `domain` never occur and are free.  The
+    fewest cubes a recursive split on single bits can give."""
+    domain = frozenset(domain)
+    accepted = frozenset(accepted) & domain
+    return [dict(cube) for cube in _cover(accepted, domain - accepted, bits)]
+
+
+@lru_cache(maxsize=65536)
+def _cover(accepted: frozenset, rejected: frozenset, bits: int) -> tuple:
+    if not accepted:
+        return ()
+    if not rejected:
+        return ((),)
+    if len(accepted) == 1:
+        (value,) = accepted
+        return (tuple((bit, (value >> bit) & 1) for bit in range(bits)),)
+    accept_mask = sum(1 << v for v in accepted)
+    reject_mask = sum(1 << v for v in rejected)
+    by_bit = [sum(1 << code for code in range(1 << bits) if (code >> bit) & 1)
+              for bit in range(bits)]
+    full = (1 << (1 << bits)) - 1
+    memo: dict[tuple, tuple] = {}
+
+    def best(fixed: tuple, mask: int) -> tuple:
+        if fixed in memo:
+            return memo[fixed]
+        if not mask & accept_mask:
+            result: tuple = ()
+        elif not mask & reject_mask:
+            result = (fixed,)
+        else:
+            result = None
+            taken = {bit for bit, _ in fixed}
+            for bit in range(bits):
+                if bit in taken:
+                    continue
+                split = ()
+                for value in (0, 1):
+                    part = mask & (by_bit[bit] if value else full ^ by_bit[bit])
+                    split += best(tuple(sorted(fixed + ((bit, value),))), part)
+                if result is None or len(split) < len(result):
+                    result = split
+        memo[fixed] = result
+        return result
+
+    return best((), full)
+
+
+def affine_in_bits(weights: Sequence[float], domain: Sequence[int], bits: int
+                   ) -> tuple[float, list[float]] | None:
+    """`(constant, slopes)` with `weights[i] == constant + sum(slopes[k] * bit_k(domain[i]))`
+    for every `i`, exactly (rational elimination), or None when no such line exists."""
+    rows = [[Fraction(1)] + [Fraction((v >> k) & 1) for k in range(bits)] + [Fraction(w)]
+            for v, w in zip(domain, weights)]
+    width = bits + 1
+    pivots, row = [], 0
+    for col in range(width):
+        pick = next((r for r in range(row, len(rows)) if rows[r][col] != 0), None)
+        if pick is None:
+            continue
+        rows[row], rows[pick] = rows[pick], rows[row]
+        pivot = rows[row][col]
+        rows[row] = [x / pivot for x in rows[row]]
+        for r in range(len(rows)):
+            if r != row and rows[r][col] != 0:
+                factor = rows[r][col]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[row])]
+        pivots.append(col)
+        row += 1
+    if any(all(x == 0 for x in r[:width]) and r[width] != 0 for r in rows):
+        return None
+    solution = [Fraction(0)] * width
+    for r, col in enumerate(pivots):
+        solution[col] = rows[r][width]
+    return float(solution[0]), [float(x) for x in solution[1:]]
+
+
+def choose_encodings(plan: Plan, encoding: str = BINARY_WHERE_READABLE) -> dict[str, str]:
+    """Make binary every value whose readers allow it (see the module doc); returns
+    value -> why it stays one-hot, for the report."""
+    from qwengpu.backend_torch.emit import CONSTANT_GROUP
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown encoding {encoding!r} (choose from {', '.join(ENCODINGS)})")
+    why: dict[str, str] = {}
+    if encoding == ONEHOT_ONLY:
+        return {name: "--encoding onehot" for name in plan.values}
+    for name in plan.emission.values():
+        why[name] = "read by the lm_head"
+    why[CONSTANT_GROUP] = "the constant group"
+    for name, value in plan.values.items():
+        if value.analog_scale is not None:
+            why[name] = "analog"
+        elif not 2 <= value.size or bits_for(value.size) > MAX_BINARY_BITS:
+            why.setdefault(name, f"{value.size} values")
+    for op in plan.ops:
+        for name, reason in _onehot_reads(plan, op):
+            why.setdefault(name, reason)
+    for name, value in plan.values.items():
+        if name not in why:
+            value.make_binary(bits_for(value.size))
+    return why
+
+
+def _onehot_reads(plan: Plan, op) -> Iterable[tuple[str, str]]:
+    """The inputs of `op` it can only read one-hot."""
+    if op.kind == "scratch":
+        for name in op.inputs:
+            yield name, "read by the scratch (a sum of slots)"
+        # A scratch head's regions are written at different tokens, so until every slot
+        # holds a write of its own the read-out norm scales them unevenly: a one-hot entry
+        # scaled by 0.7 still wins its AND step, a cube of 4 bits scaled so does not.
+        for name in op.outputs:
+            yield name, "written by the scratch (read-outs not always of unit scale)"
+    elif op.kind == "memory":
+        for group, values in op.spec["when"]:
+            count = plan.values[group].size
+            if len(disjoint_cubes(values, range(count), bits_for(count))) != 1:
+                yield group, "a write condition that is not one cube"
+    elif op.spec.get("op") == "priority":
+        # Each arm ANDs the false sets of every earlier condition: cube covers would multiply.
+        node = op.spec["node"]
+        for (kind, payload), term in zip(op.spec["operands"], node.terms):
+            if kind != "v":
+                continue
+            value = plan.values[payload]
+            true = {v for v in value.domain if term[v]}
+            bits = bits_for(value.size)
+            if max(len(disjoint_cubes(true, value.domain, bits)),
+                   len(disjoint_cubes(set(value.domain) - true, value.domain, bits))) > 1:
+                yield payload, "a priority condition that is not one cube"
+    elif op.spec.get("op") == "sum":
+        node = op.spec["node"]
+        for (kind, payload), term in zip(op.spec["operands"], node.terms):
+            if kind != "v":
+                continue
+            value = plan.values[payload]
+            domain = sorted(value.domain)
+            weights = [term[v] if v < len(term) else 0 for v in domain]
+            if affine_in_bits(weights, domain, bits_for(value.size)) is None:
+                yield payload, "a sum term not affine in the bits"
+
+
+def encoding_summary(plan: Plan) -> dict[str, int]:
+    """Values and dims per encoding (for the report)."""
+    counts: dict[str, int] = defaultdict(int)
+    for value in plan.values.values():
+        counts[f"{value.encoding} values"] += 1
+        counts[f"{value.encoding} dims"] += value.size
+    return dict(counts)
