@@ -20,6 +20,8 @@ of the inputs:
 - `lut` and `fn` (any Python function of the operands): rows over every input but the one
   with the most values; per row and output value one step (as `PairLookup` does).
 
+Binary values (`encodings.py`) are read through cube forms: an AND term on a set that is
+not one cube becomes one step per disjoint cube; their outputs are the signs `put` writes.
 Constant operands are folded into the forms.  Mixer ops: `scratch` (a DeltaNet memory whose
 slots hold disjoint regions of the value, so one query over all slots reads every slot at
 once; written by field/init/stage tokens and spread over all slots on `<bos>`) and `memory`
@@ -37,7 +39,7 @@ import torch
 
 from qwengpu.backend_torch.encodings import disjoint_cubes
 from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, bit_of, const, cube_form, \
-    entries, is_value, put, put_analog, value_of, weighted
+    entries, put, put_analog, value_of, weighted
 from qwengpu.backend_torch.gadgets.memory import (Memory, HeadWriter, address, drive_for,
                                                   fixed_address, when)
 from qwengpu.backend_torch.plan import HEAD_DIM, Op, Plan

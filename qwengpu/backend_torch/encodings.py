@@ -20,13 +20,13 @@ image.  Reading is where the encodings differ:
   tokens reads them back at uneven scales (memories write a whole value at once and read
   back clean).
 
-`choose_encodings(plan)` makes every value binary whose readers all allow it (docs/schedule.md,
-"Binary values"); `--encoding onehot` keeps the old layout.
+`choose_encodings(plan, "binary")` makes every value binary whose readers all allow it
+(docs/schedule.md, "Binary values": experimental, float32 only); `onehot`, the default,
+keeps every value one-hot.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from fractions import Fraction
 from functools import lru_cache
 from typing import Iterable, Sequence
@@ -185,12 +185,3 @@ def _onehot_reads(plan: Plan, op) -> Iterable[tuple[str, str]]:
             weights = [term[v] if v < len(term) else 0 for v in domain]
             if affine_in_bits(weights, domain, bits_for(value.size)) is None:
                 yield payload, "a sum term not affine in the bits"
-
-
-def encoding_summary(plan: Plan) -> dict[str, int]:
-    """Values and dims per encoding (for the report)."""
-    counts: dict[str, int] = defaultdict(int)
-    for value in plan.values.values():
-        counts[f"{value.encoding} values"] += 1
-        counts[f"{value.encoding} dims"] += value.size
-    return dict(counts)

@@ -353,6 +353,12 @@ def format_schedule(schedule: Schedule) -> str:
              f"{sum(plan.values[v].size for v in erased)} units; {len(plan.ops)} ops, "
              f"{sum(op.units for op in plan.ops)} MLP units, "
              f"{sum(op.heads for op in plan.ops)} DeltaNet heads"]
+    binary = [v for v in plan.values.values() if v.encoding == "binary"]
+    if binary:
+        lines.append(f"encoding: {len(binary)} binary values in "
+                     f"{sum(v.size for v in binary)} dims (one-hot they would take "
+                     f"{sum(v.values for v in binary)}); {len(plan.values) - len(binary)} "
+                     "one-hot or analog")
     types = target.layer_types
     for layer in range(schedule.layers_used):
         mixer, mlp = schedule.ops_at(2 * layer), schedule.ops_at(2 * layer + 1)

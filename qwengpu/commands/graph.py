@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_parameter_option(parser)
     parser.add_argument("--target", default="min", help="target shape (default min)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write FILE (.html or .txt)")
+    parser.add_argument("--encoding", choices=("onehot", "binary"), default="onehot",
+                        help="residual values: one-hot (default) or binary where readable")
     parser.add_argument("--estimate", action="store_true",
                         help="schedule even if writes are not carried by the trace (figures)")
     parser.set_defaults(parser=parser)
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     compiled = compile_spec(args.spec, args.target, params=parse_overrides(args.param,
                                                                             args.parser),
-                            estimate=args.estimate)
+                            estimate=args.estimate, encoding=args.encoding)
     if args.output and args.output.endswith(".html"):
         Path(args.output).write_text(schedule_html(compiled.schedule))
     elif args.output:
