@@ -82,7 +82,13 @@ def test_binary_put_and_cube_form():
     assert torch.equal(onehot(group, 0b0110), torch.tensor([-1.0, 1.0, 1.0, -1.0]))
     vectors = _vectors(group, 5)
     high = cube_form(group, {3: 1}).apply(vectors)
-    assert high.tolist() == [0.0] * 8 + [1.0] * 8
+    assert high.tolist() == [-1.0] * 8 + [1.0] * 8
+    # a group that holds nothing (all dims 0) is false for every cube, as an empty one-hot
+    # group is for every entry
+    empty = torch.zeros(1, 5)
+    empty[0, 0] = 1.0
+    for cube in ({0: 1}, {3: 0}, {0: 1, 1: 0}, {0: 0, 1: 0, 2: 1, 3: 1}):
+        assert cube_form(group, cube).apply(empty).item() <= 0
     with pytest.raises(ValueError, match="not affine"):
         weighted(group, lambda v: v * v)
     with pytest.raises(ValueError, match="no hot dim"):

@@ -169,8 +169,8 @@ def address(group: Group, slot_of: Callable[[int], int] | None = None, tap: int 
 def pair_address(first: Group, second: Group,
                  slot_of: Callable[[int, int], int] | None = None,
                  taps: tuple[int, int] = (0, 0)) -> SlotAddress:
-    """Slot `slot_of(a, b)` (default `a * second.size + b`) for the pair of one-hot groups."""
-    slot_of = slot_of or (lambda a, b: a * second.size + b)
+    """Slot `slot_of(a, b)` (default `a * second.count + b`) for the pair of groups."""
+    slot_of = slot_of or (lambda a, b: a * second.count + b)
     return SlotAddress((first, second),
                        {(a, b): slot_of(a, b) for a in range(first.count)
                         for b in range(second.count)}, taps)
