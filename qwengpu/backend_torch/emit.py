@@ -425,7 +425,11 @@ def embedding_table(plan: Plan, groups: dict[str, Group], hidden: int) -> torch.
     table[:, 0] = 1.0
     for token_id in range(protocol.vocab_size):
         for name, value in embedding_values(plan, token_id).items():
-            for dim, coef in put(groups[name], value).items():
+            group = groups[name]
+            if group.kind == ANALOG:
+                table[token_id, group.start] = value * group.scale
+                continue
+            for dim, coef in put(group, value).items():
                 table[token_id, dim] = coef
     return table
 

@@ -31,10 +31,17 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from qwengpu.backend_torch.plan import Plan
+from qwengpu.backend_torch.plan import NORM_ANCHOR, Plan
 
 ONEHOT_ONLY, BINARY_WHERE_READABLE = "onehot", "binary"
 ENCODINGS = (BINARY_WHERE_READABLE, ONEHOT_ONLY)
+# The norm anchor's value (`plan.NORM_ANCHOR`): its square, 262,144, outweighs any sum of
+# squares the live values may be off by on a token where they are not clean (a few hundred
+# on a launch prompt's first tokens), so the RMS every read is folded with stays within
+# 1e-3 of the ledger's.  A one-hot read tolerates a wrong scale (its AND steps compare
+# entries with thresholds); a binary cube form does not: its constant is read from ONE, and
+# outputs written at scale f are f^2 too large or small.
+ANCHOR_SCALE = 512.0
 MAX_BINARY_BITS = 8           # larger values stay one-hot (cube covers grow as 3^bits)
 
 
@@ -145,6 +152,7 @@ def choose_encodings(plan: Plan, encoding: str = BINARY_WHERE_READABLE) -> dict[
     for name, value in plan.values.items():
         if name not in why:
             value.make_binary(bits_for(value.size))
+    plan.embedding.append(plan.value(NORM_ANCHOR, 1, (1,), analog_scale=ANCHOR_SCALE))
     return why
 
 

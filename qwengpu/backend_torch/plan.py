@@ -45,6 +45,10 @@ from qwengpu.passes.digits import ANALOG_OPS, DIGIT_OPS
 from qwengpu.passes.ir import Graph
 
 HEAD_DIM = 128
+# A binary plan's embedding holds this one dim at a large constant (`encodings.py`): it
+# dominates every sublayer's RMS, so values that are not clean on some token barely move
+# the scale every read is folded with.
+NORM_ANCHOR = "norm.anchor"
 MODE_OTHER, MODE_CLOSE, MODE_BOS, MODE_COMMIT = 0, 1, 2, 3
 
 
@@ -66,9 +70,11 @@ class Value:
         return self.count or self.size
 
     @property
-    def hot_entries(self) -> int:
+    def hot_entries(self) -> float:
         """What this value adds to the norm ledger's sum of squares: 1 for a one-hot group,
-        one per dim for a binary one, 0 for an analog dim."""
+        one per dim for a binary one, 0 for an analog dim (except the norm anchor's)."""
+        if self.name == NORM_ANCHOR:
+            return self.analog_scale ** 2
         if self.analog_scale is not None:
             return 0
         return self.size if self.encoding == BINARY else 1
@@ -237,6 +243,8 @@ def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
         store, flat = commit_target(plan.stores, protocol.state_by_name[token.name],
                                     token.index)
         held["tok.mode"], held["tok.cidx"] = store.mode, flat
+    if NORM_ANCHOR in plan.values:
+        held[NORM_ANCHOR] = 1
     if "tok.lane" in plan.values:
         # the lane of the field emitted next; 0 before a port token or the end of launch
         slots = protocol.record_slots

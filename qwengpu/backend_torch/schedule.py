@@ -28,7 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from qwengpu.backend_torch.emit import CONSTANT_GROUP, count_units
-from qwengpu.backend_torch.plan import Op, Plan
+from qwengpu.backend_torch.plan import NORM_ANCHOR, Op, Plan
 from qwengpu.backend_torch.residual import merge_runs
 from qwengpu.backend_torch.target import FULL, Target, fit_min_target
 from qwengpu.errors import CapacityError
@@ -93,7 +93,7 @@ def last_uses(plan: Plan, ready: dict[str, int], end: int) -> dict[str, int]:
     for op in plan.ops:
         for v in op.inputs:
             last[v] = max(last[v], op.sublayer)
-    for v in list(plan.emission.values()) + [CONSTANT_GROUP]:
+    for v in list(plan.emission.values()) + [CONSTANT_GROUP, NORM_ANCHOR]:
         if v in last:
             last[v] = end
     return last
@@ -107,8 +107,9 @@ def reuse_layout(plan: Plan, target: Target, ready: dict[str, int], units: dict[
     A value holds its dims from the sublayer that writes it until the MLP sublayer at or
     after its last reader, which erases it (one linear unit per dim writing minus it) when
     that layer has `unit_cap` room left (always when `unit_cap` is None); an erased value's
-    dims go to values written later (first fit in order of writing, ties by plan order), a
-    value not erased keeps its dims to the end of the pass."""
+    dims go to values written later (first fit in order of writing, ties by plan order; an
+    analog value takes dims no value held before), a value not erased keeps its dims to the
+    end of the pass."""
     end = 2 * target.num_layers
     last = last_uses(plan, ready, end)
     position = {name: i for i, name in enumerate(plan.values)}
@@ -130,7 +131,10 @@ def reuse_layout(plan: Plan, target: Target, ready: dict[str, int], units: dict[
             runs.append((start_of[dead], sizes[dead]))
         held = keep
         runs = merge_runs(runs)
-        for index, (start, size) in enumerate(runs):
+        # An analog dim reads its number at 2^16 times its scale, so it takes a dim no
+        # other value held: an erasure leaves a residue of about 1e-6 of the value erased.
+        fresh = plan.values[v].analog_scale is not None
+        for index, (start, size) in enumerate([] if fresh else runs):
             if size >= sizes[v]:
                 start_of[v] = start
                 runs[index] = (start + sizes[v], size - sizes[v])

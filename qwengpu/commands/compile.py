@@ -7,9 +7,9 @@ directory (see `qwengpu.backend_torch.checkpoint`), with machine.json recording 
 name and text and the `-P` parameters, the machine `hdlc run --model DIR` then runs
 (`qwengpu.runtime.machine_file`).  `--dtype float32` (the default) or
 `bfloat16`: bf16 is written only on request, after the tests proved the spec exact in it;
-`schedule.txt` in the directory states the decision.  `--encoding binary` (float32 only,
-experimental) holds every value whose readers allow it as one signed dim per bit, a quarter
-of the residual; `onehot` is the default.  Progress and the compile time go to
+`schedule.txt` in the directory states the decision.  `--encoding binary` (float32's
+default) holds every value whose readers allow it as one signed dim per bit, a quarter of
+the residual; `onehot` (bfloat16's default and only choice) one dim per value.  Progress and the compile time go to
 stderr; `--schedule` prints the schedule to stdout.
 """
 
@@ -36,9 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--passes", metavar="A,B,C", help="passes to run (default pipeline)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
                         help="checkpoint precision (default float32)")
-    parser.add_argument("--encoding", choices=("onehot", "binary"), default="onehot",
-                        help="residual values: one-hot (default) or binary where readable "
-                             "(float32 only; experimental: docs/schedule.md, \"Binary values\")")
+    parser.add_argument("--encoding", choices=("binary", "onehot"),
+                        help="residual values: binary where readable (float32's default; "
+                             "docs/schedule.md, \"Binary values\") or all one-hot "
+                             "(bfloat16's, the only one bf16 allows)")
     parser.add_argument("--schedule", action="store_true", help="print the schedule")
     parser.set_defaults(parser=parser)
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{time.perf_counter() - start:6.1f} s] {message}", file=sys.stderr)
 
     overrides = parse_overrides(args.param, args.parser)
-    encoding = args.encoding
+    encoding = args.encoding or ("binary" if args.dtype == "float32" else "onehot")
     if encoding == "binary" and args.dtype != "float32":
         args.parser.error("--encoding binary is exact in float32 only (docs/schedule.md); "
                           "bfloat16 needs --encoding onehot")

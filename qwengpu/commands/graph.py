@@ -23,8 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_parameter_option(parser)
     parser.add_argument("--target", default="min", help="target shape (default min)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write FILE (.html or .txt)")
-    parser.add_argument("--encoding", choices=("onehot", "binary"), default="onehot",
-                        help="residual values: one-hot (default) or binary where readable")
+    parser.add_argument("--encoding", choices=("binary", "onehot"), default="binary",
+                        help="residual values: binary where readable (default, as `hdlc "
+                             "compile` in float32) or all one-hot")
     parser.add_argument("--estimate", action="store_true",
                         help="schedule even if writes are not carried by the trace (figures)")
     parser.set_defaults(parser=parser)

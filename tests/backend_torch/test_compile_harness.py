@@ -20,7 +20,7 @@ from qwengpu.runtime.prompt import state_prompt
 
 
 def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", params=None,
-               encoding: str = "onehot"):
+               encoding: str = os.environ.get("QWENGPU_TEST_ENCODING", "onehot")):
     compiled = compile_spec(spec, target, params=params, encoding=encoding)
     model = build_model(compiled.schedule, dtype)
     write_checkpoint(compiled, model, directory, str(dtype))

@@ -82,13 +82,7 @@ def test_binary_put_and_cube_form():
     assert torch.equal(onehot(group, 0b0110), torch.tensor([-1.0, 1.0, 1.0, -1.0]))
     vectors = _vectors(group, 5)
     high = cube_form(group, {3: 1}).apply(vectors)
-    assert high.tolist() == [-1.0] * 8 + [1.0] * 8
-    # a group that holds nothing (all dims 0) is false for every cube, as an empty one-hot
-    # group is for every entry
-    empty = torch.zeros(1, 5)
-    empty[0, 0] = 1.0
-    for cube in ({0: 1}, {3: 0}, {0: 1, 1: 0}, {0: 0, 1: 0, 2: 1, 3: 1}):
-        assert cube_form(group, cube).apply(empty).item() <= 0
+    assert high.tolist() == [0.0] * 8 + [1.0] * 8
     with pytest.raises(ValueError, match="not affine"):
         weighted(group, lambda v: v * v)
     with pytest.raises(ValueError, match="no hot dim"):
@@ -154,3 +148,28 @@ def test_bfloat16_refuses_binary_values(tmp_path):
     compiled = compile_spec(TINY, encoding="binary")
     with pytest.raises(ValueError, match="exact in float32 only"):
         build_model(compiled.schedule, torch.bfloat16)
+
+
+def test_a_binary_plan_has_a_norm_anchor_and_fresh_analog_dims():
+    """The anchor (one dim at 512 on every token) dominates the norm ledger; analog column
+    sums (read at 2^16 times their scale) never share a dim with another value."""
+    from qwengpu.backend_torch.checkpoint import compile_spec
+    from qwengpu.backend_torch.encodings import ANCHOR_SCALE
+    from qwengpu.backend_torch.plan import NORM_ANCHOR, embedding_values
+    spec = "tests/backend_torch/specs/alu_mix.hdl"
+    assert NORM_ANCHOR not in compile_spec(spec).plan.values
+    schedule = compile_spec(spec, encoding="binary").schedule
+    plan = schedule.plan
+    assert NORM_ANCHOR in plan.embedding
+    assert plan.values[NORM_ANCHOR].hot_entries == ANCHOR_SCALE ** 2
+    assert embedding_values(plan, plan.protocol.bos_id)[NORM_ANCHOR] == 1
+    assert schedule.hot_entries(0) > ANCHOR_SCALE ** 2
+    analog = [v for v in schedule.order if plan.values[v].analog_scale is not None
+              and v != NORM_ANCHOR and v in schedule.start]
+    assert analog
+    for a in analog:
+        for other in schedule.order:
+            size = plan.values[other].size
+            if other != a and schedule.start[other] <= schedule.start[a] < \
+                    schedule.start[other] + size:
+                raise AssertionError(f"{a} shares dim {schedule.start[a]} with {other}")

@@ -75,14 +75,12 @@ def literal(group: Group, bit: int, value: int) -> Form:
 
 
 def cube_form(group: Group, cube: Mapping[int, int]) -> Form:
-    """For a binary group: 1 when every bit `k` of the value is `cube[k]`; -1 or less when one
-    is not; `1 - len(cube)` (0 or less) when the group holds nothing at all: an AND of
-    signs, which a step or a SiLU channel reads like a one-hot entry.  (Literals of
-    `(1 + s) / 2` would read an empty group as 1/2 per bit, and a one-bit cube of an empty
-    group as "half true".)  The empty cube is always 1."""
+    """For a binary group: 1 when every bit `k` of the value is `cube[k]`, else 0 or less
+    (down to `1 - len(cube)`): an AND of literals, which a step or a SiLU channel reads like
+    a one-hot entry.  The empty cube is always 1."""
     form = const(1.0 - len(cube)) if cube else const(1.0)
     for bit, value in sorted(cube.items()):
-        form = form + Form({group.start + bit: (1.0 if value else -1.0) / group.scale})
+        form = form + literal(group, bit, value)
     return form
 
 
