@@ -20,9 +20,15 @@ image.  Reading is where the encodings differ:
   tokens reads them back at uneven scales (memories write a whole value at once and read
   back clean).
 
+A binary value is exact only at exactly the scale the norm ledger promises (a cube form's
+constant is read from ONE), so a binary plan's embedding also holds the *norm anchor*, one
+dim at `ANCHOR_SCALE` on every token, which keeps every sublayer's RMS within 1e-3 of the
+ledger even on tokens whose values are not clean; and analog dims never reuse another
+value's dims (`schedule.reuse_layout`).
+
 `choose_encodings(plan, "binary")` makes every value binary whose readers all allow it
-(docs/schedule.md, "Binary values": experimental, float32 only); `onehot`, the default,
-keeps every value one-hot.
+(docs/schedule.md, "Binary values"; `hdlc compile`'s default in float32, refused in bf16);
+`onehot`, the API's default, keeps every value one-hot.
 """
 
 from __future__ import annotations
@@ -130,8 +136,8 @@ def affine_in_bits(weights: Sequence[float], domain: Sequence[int], bits: int
 
 
 def choose_encodings(plan: Plan, encoding: str = BINARY_WHERE_READABLE) -> dict[str, str]:
-    """Make binary every value whose readers allow it (see the module doc); returns
-    value -> why it stays one-hot, for the report."""
+    """Make binary every value whose readers allow it and add the norm anchor (see the
+    module doc); returns value -> why it stays one-hot."""
     from qwengpu.backend_torch.emit import CONSTANT_GROUP
     if encoding not in ENCODINGS:
         raise ValueError(f"unknown encoding {encoding!r} (choose from {', '.join(ENCODINGS)})")
