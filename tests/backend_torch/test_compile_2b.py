@@ -67,3 +67,29 @@ def test_the_whole_qwengpu_on_the_2b_shape(tmp_path):
         right = logits.gather(1, target[:, None])[:, 0]
         other = logits.scatter(1, target[:, None], float("-inf")).amax(1)
         assert (right - other).min() >= 8, seed
+
+
+def test_a_cuda_kernel_inside_the_2b_model(tmp_path, capsys):
+    """`hdlc compile specs/qwengpu.hdl --target qwen3.5-2b` and `hdlc run --backend model
+    --check` on an example of the corpus: stock transformers writes the whole launch (10
+    records, 541 tokens; about 6 minutes on 2 cores, most of it the 4,000-token prompt), the
+    interpreter agrees record for record, and the kernel's store past the end of memory
+    traps as its independent expected.json says."""
+    import json
+    from pathlib import Path
+
+    from qwengpu.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "out_of_bounds"
+    assert main(["compile", "specs/qwengpu.hdl", "--target", "qwen3.5-2b",
+                 "-o", str(tmp_path)]) == 0
+    gc.collect()
+    capsys.readouterr()
+    code = main(["run", str(example / "launch.json"), "--backend", "model",
+                 "--model", str(tmp_path), "--check", "--json"])
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    expected = json.loads((example / "expected.json").read_text())
+    assert code == 1 and "differs" not in err, err      # 1: the kernel traps
+    assert result["trap"]["kind"].startswith(expected["trap"])
+    assert result["records"] == 10 and result["tokens"] > 0

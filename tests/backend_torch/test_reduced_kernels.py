@@ -6,8 +6,9 @@ examples) is compiled with --target min (fp32), and `hdlc run LAUNCH --backend m
 the reference interpreter follows in lockstep (`--check`), and the buffers are compared word
 for word with the example's expected.json, which its independent model.py wrote.
 
-The checkpoint is 1.4 G parameters; a CPU writes about one record a minute, so by default only
-`serial_mad` (13 records) runs.  `QWENGPU_REDUCED_MODEL=DIR` reuses a checkpoint compiled
+The checkpoint is 0.40 G parameters (binary values, `hdlc compile`'s float32 default; 1.4 G
+one-hot); a 2-core CPU writes about 7 tokens a second, so by default only `serial_mad`
+(13 records, about 45 s) runs.  `QWENGPU_REDUCED_MODEL=DIR` reuses a checkpoint compiled
 with those parameters, `QWENGPU_REDUCED_KERNELS=serial_sum,serial_horner,...` picks the
 kernels; the model backend runs on a GPU where there is one (bench/reduced_on_gpu.sh does it
 all)."""
