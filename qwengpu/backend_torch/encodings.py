@@ -179,23 +179,23 @@ def _onehot_reads(plan: Plan, op) -> Iterable[tuple[str, str]]:
                 yield group, "a write condition that is not one cube"
     elif op.spec.get("op") == "priority":
         # Each arm ANDs the false sets of every earlier condition: cube covers would multiply.
-        node = op.spec["node"]
-        for (kind, payload), term in zip(op.spec["operands"], node.terms):
-            if kind != "v":
-                continue
-            value = plan.values[payload]
+        for value, term in _variable_terms(plan, op):
             true = {v for v in value.domain if term[v]}
             bits = bits_for(value.size)
             if max(len(disjoint_cubes(true, value.domain, bits)),
                    len(disjoint_cubes(set(value.domain) - true, value.domain, bits))) > 1:
-                yield payload, "a priority condition that is not one cube"
+                yield value.name, "a priority condition that is not one cube"
     elif op.spec.get("op") == "sum":
-        node = op.spec["node"]
-        for (kind, payload), term in zip(op.spec["operands"], node.terms):
-            if kind != "v":
-                continue
-            value = plan.values[payload]
+        for value, term in _variable_terms(plan, op):
             domain = sorted(value.domain)
             weights = [term[v] if v < len(term) else 0 for v in domain]
             if affine_in_bits(weights, domain, bits_for(value.size)) is None:
-                yield payload, "a sum term not affine in the bits"
+                yield value.name, "a sum term not affine in the bits"
+
+
+def _variable_terms(plan: Plan, op):
+    """(value, its term) for each operand of a `sum` or `priority` op that is not a
+    constant."""
+    for (kind, payload), term in zip(op.spec["operands"], op.spec["node"].terms):
+        if kind == "v":
+            yield plan.values[payload], term

@@ -27,10 +27,11 @@ def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", p
     return compiled
 
 
-def compile_and_load(spec: str, directory, dtype=torch.float32, params=None):
+def compile_and_load(spec: str, directory, dtype=torch.float32, params=None, encoding=None):
     """(compiled, model): `spec` compiled (--target min) into `directory`, then loaded the way
-    the judge loads it (`load`)."""
-    compiled = compile_to(spec, directory, dtype, params=params)
+    the judge loads it (`load`); `encoding` as `compile_to`'s (default: its default)."""
+    extra = {} if encoding is None else {"encoding": encoding}
+    compiled = compile_to(spec, directory, dtype, params=params, **extra)
     return compiled, load(directory)
 
 

@@ -153,9 +153,10 @@ def test_expected_ids_end_with_the_following_token():
 
 @pytest.fixture(scope="module")
 def reduced(tmp_path_factory):
-    """specs/qwengpu.hdl with REDUCED parameters, compiled (--target min, fp32) only when the
+    """specs/qwengpu.hdl with REDUCED parameters, compiled as `hdlc compile` does (--target
+    min, fp32, binary values; QWENGPU_REDUCED_MODEL must be such a build) only when the
     model it would build is small enough; otherwise the test is skipped with the figures."""
-    compiled = compile_spec("specs/qwengpu.hdl", "min", params=REDUCED)
+    compiled = compile_spec("specs/qwengpu.hdl", "min", params=REDUCED, encoding="binary")
     size = model_size(compiled.schedule)
     if size["parameters"] > MAX_PARAMETERS:
         pytest.skip(
@@ -170,7 +171,7 @@ def reduced(tmp_path_factory):
     if given:
         return compiled, load(given)
     return compile_and_load("specs/qwengpu.hdl", tmp_path_factory.mktemp("qwengpu_reduced"),
-                            params=REDUCED)
+                            params=REDUCED, encoding="binary")
 
 
 @pytest.mark.slow
