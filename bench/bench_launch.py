@@ -3,12 +3,17 @@
     python bench/bench_launch.py                        # interpreter only
     python bench/bench_launch.py --model DIR            # and the compiled checkpoint in DIR
     python bench/bench_launch.py --model DIR --kernels vector_add,saxpy_int --device cuda
+    python bench/bench_launch.py --model DIR --batch    # the kernels as one generate() batch
 
 For each kernel it prints records, tokens per record, records/s and thread-instructions/s (a
 thread-instruction is one active lane of one record) for both backends, run one after the
-other in this process, and whether the model's buffers equal the interpreter's. With a model
-it also prints the checkpoint's nonzero weights per layer. Figures depend on the machine: quote
-them with the machine named, or as ratios.
+other in this process, and whether the model's records and buffers equal the interpreter's
+(the model runs with `--check`: a row that leaves the interpreter's trace stops there and
+prints its error). With `--batch` the model runs every kernel at once, a row each (docs/trace.md,
+"Several launches at once"): a kernel's rates are its records over the whole batch's time,
+and a last line gives the batch's total. With a model it also prints the checkpoint's nonzero
+weights per layer. Figures depend on the machine: quote them with the machine named, or as
+ratios.
 """
 
 from __future__ import annotations
@@ -66,8 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS))
     parser.add_argument("--device", default=None, help="torch device for the model (cpu, cuda)")
     parser.add_argument("--repeats", type=int, default=20, help="interpreter repetitions")
+    parser.add_argument("--batch", action="store_true",
+                        help="run the kernels on the model as one batch (a row each)")
     args = parser.parse_args(argv)
 
+    from qwengpu.errors import UserError
     from qwengpu.runtime.launch import load_launch, machine_limits
     from qwengpu.runtime.machine_file import checkpoint_machine
     from qwengpu.runtime.machine_state import load_machine
@@ -77,28 +85,53 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"machine: {platform.machine()} {platform.processor() or ''} python "
           f"{platform.python_version()}; model device: {_device_name(args.device)}")
-    header = (f"{'kernel':<14} {'backend':<12} {'records':>8} {'tok/rec':>8} {'records/s':>11} "
+    header = (f"{'kernel':<16} {'backend':<12} {'records':>8} {'tok/rec':>8} {'records/s':>11} "
               f"{'thread-instr/s':>15} {'seconds':>9}  same")
     print(header)
     print("-" * len(header))
-    for name in args.kernels.split(","):
-        launch = load_launch(ROOT / "examples" / name / "launch.json", machine_limits(machine))
-        sim, seconds = time_interpreter(launch, args.repeats, machine)
-        count = len(sim.records)
-        print(f"{name:<14} {'interpreter':<12} {count:>8} {'-':>8} {count / seconds:>11.1f} "
-              f"{thread_instructions(sim.records) / seconds:>15.1f} {seconds:>9.4f}  -")
-        if args.model:
-            from qwengpu.runtime.model_backend import run_launch_model
+    names = args.kernels.split(",")
+    launches = [load_launch(ROOT / "examples" / name / "launch.json", machine_limits(machine))
+                for name in names]
+    timed = [time_interpreter(launch, args.repeats, machine) for launch in launches]
+    outcomes = [None] * len(names)
+    if args.model and args.batch:
+        from qwengpu.runtime.model_backend import run_launches_model
 
-            result = run_launch_model(launch, args.model, progress=False, device=args.device,
-                                      machine=machine)
-            same = result.buffers == sim.buffers and result.records == sim.records
-            records = len(result.records)
-            print(f"{'':<14} {'model':<12} {records:>8} {result.tokens / max(records, 1):>8.1f} "
-                  f"{records / result.seconds:>11.3f} "
-                  f"{thread_instructions(result.records) / result.seconds:>15.3f} "
-                  f"{result.seconds:>9.2f}  {'yes' if same else 'NO'}")
-            print(f"{'':<14} {'ratio':<12} interpreter is {result.seconds / seconds:,.0f}x faster")
+        outcomes = run_launches_model(launches, args.model, check=True, progress=False,
+                                      device=args.device, machine=machine)
+    for index, (name, launch, (sim, seconds)) in enumerate(zip(names, launches, timed)):
+        count = len(sim.records)
+        print(f"{name:<16} {'interpreter':<12} {count:>8} {'-':>8} {count / seconds:>11.1f} "
+              f"{thread_instructions(sim.records) / seconds:>15.1f} {seconds:>9.4f}  -")
+        if not args.model:
+            continue
+        if not args.batch:
+            from qwengpu.runtime.model_backend import run_launches_model
+
+            outcomes[index], = run_launches_model([launch], args.model, check=True,
+                                                  progress=False, device=args.device,
+                                                  machine=machine)
+        result = outcomes[index]
+        if isinstance(result, UserError):
+            print(f"{'':<16} {'model':<12} failed: {result.message}")
+            continue
+        same = result.buffers == sim.buffers and result.records == sim.records
+        records = len(result.records)
+        print(f"{'':<16} {'model':<12} {records:>8} {result.tokens / max(records, 1):>8.1f} "
+              f"{records / result.seconds:>11.3f} "
+              f"{thread_instructions(result.records) / result.seconds:>15.3f} "
+              f"{result.seconds:>9.2f}  {'yes' if same else 'NO'}")
+        print(f"{'':<16} {'ratio':<12} interpreter is {result.seconds / seconds:,.0f}x faster")
+    done = [result for result in outcomes if result is not None
+            and not isinstance(result, UserError)]
+    if args.batch and done:
+        seconds = done[0].seconds
+        records = sum(len(result.records) for result in done)
+        tokens = sum(result.tokens for result in done)
+        work = sum(thread_instructions(result.records) for result in done)
+        print(f"{'batch of ' + str(len(names)):<16} {'model':<12} {records:>8} "
+              f"{tokens / max(records, 1):>8.1f} {records / seconds:>11.3f} "
+              f"{work / seconds:>15.3f} {seconds:>9.2f}  ({tokens / seconds:.2f} tokens/s)")
     if args.model:
         print("\nnonzero weights per layer:")
         print(json.dumps(nonzeros_per_layer(args.model), indent=1))

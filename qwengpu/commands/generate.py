@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     sim = starting_simulator(design, args.state)
     prompt = state_prompt(protocol, simulator_state(sim))
     started = time.perf_counter()
-    generated = generate_greedy(model, protocol, prompt, args.max_records)
+    generated, = generate_greedy(model, protocol, [prompt], args.max_records)
     seconds = time.perf_counter() - started
     records = decode_trace(generated, protocol, offset=len(prompt))
     if args.check:

@@ -6,6 +6,7 @@
     hdlc run launch.json --listing                        # the machine code, with PTX lines
 
     hdlc run launch.json --spec specs/qwengpu.hdl -P LANES=1 -P WARPS=1   # another machine
+    hdlc run a.json b.json --backend model --model DIR    # several launches: one batch
 
 The backend is a choice: `sim` (the reference interpreter) or `model` (a compiled Qwen3.5
 checkpoint, `--model DIR`, run by `qwengpu.runtime.model_backend`; `--check` compares it with
@@ -14,6 +15,11 @@ the interpreter record by record).  The machine is the checkpoint's with `--mode
 name (default specs/qwengpu.hdl as written); `hdlc launch` and `hdlc decode` choose it the same
 way (`add_machine_arguments`, `chosen_machine`).  A kernel that does not fit that machine, a
 trap, and every mistake in the launch print a located message on stderr and exit 1.
+
+Several launch files run one after the other on `sim`, and as one batch (one `generate`, a row
+a launch) on `model`; each launch's report follows a `== FILE` line (`--json`: one object a
+line, with `"launch": FILE`, or `"error"` for a launch that failed), and the exit status is 1
+when any launch failed.
 """
 
 from __future__ import annotations
@@ -35,21 +41,36 @@ NAME = "run"
 HELP = "run a kernel launch (a launch .json file) and print its buffers"
 
 
-def _run_sim(launch: Launch, machine: Machine, args: argparse.Namespace) -> LaunchResult:
-    return run_launch_sim(launch, max_records=args.max_records, machine=machine)
+def _run_sim(launches: list[Launch], machine: Machine, args: argparse.Namespace
+             ) -> list[LaunchResult | UserError]:
+    outcomes: list[LaunchResult | UserError] = []
+    for launch in launches:
+        try:
+            outcomes.append(run_launch_sim(launch, max_records=args.max_records,
+                                           machine=machine))
+        except UserError as error:
+            if len(launches) == 1:
+                raise
+            outcomes.append(error)
+    return outcomes
 
 
-def _run_model(launch: Launch, machine: Machine, args: argparse.Namespace) -> LaunchResult:
+def _run_model(launches: list[Launch], machine: Machine, args: argparse.Namespace
+               ) -> list[LaunchResult | UserError]:
     if not args.model:
         raise UserError("--backend model needs --model DIR (a checkpoint hdlc compile wrote)")
-    from qwengpu.runtime.model_backend import run_launch_model
+    from qwengpu.runtime.model_backend import run_launches_model
 
-    return run_launch_model(launch, args.model, max_records=args.max_records,
-                            check=args.check, machine=machine)
+    outcomes = run_launches_model(launches, args.model, max_records=args.max_records,
+                                  check=args.check, machine=machine)
+    if len(launches) == 1 and isinstance(outcomes[0], UserError):
+        raise outcomes[0]
+    return outcomes
 
 
-# name -> function(launch, machine, args) -> LaunchResult
-BACKENDS: dict[str, Callable[[Launch, Machine, argparse.Namespace], LaunchResult]] = {
+# name -> function(launches, machine, args) -> an outcome per launch (a result or its error)
+BACKENDS: dict[str, Callable[[list[Launch], Machine, argparse.Namespace],
+                             list[LaunchResult | UserError]]] = {
     "sim": _run_sim,
     "model": _run_model,
 }
@@ -78,8 +99,9 @@ def chosen_machine(args: argparse.Namespace) -> Machine:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("launch", help="launch file (JSON: source, kernel, grid, block, "
-                                       "buffers, args)")
+    parser.add_argument("launch", nargs="+",
+                        help="launch file (JSON: source, kernel, grid, block, buffers, args); "
+                             "several run as one batch on --backend model")
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="sim",
                         help="where the launch runs: sim = reference interpreter (default), "
                              "model = the compiled Qwen3.5 model")
@@ -108,24 +130,46 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--check compares the model with the interpreter: it needs "
                         "--backend model")
     machine = chosen_machine(args)
-    launch = load_launch(args.launch, machine_limits(machine))
+    launches = [load_launch(path, machine_limits(machine)) for path in args.launch]
     stream = sys.stderr if args.json else sys.stdout
-    if args.listing:
-        addresses = {region.name: region.base_address for region in launch.regions}
-        print(launch.program.listing(addresses), file=stream)
-    return report(BACKENDS[args.backend](launch, machine, args), launch, trace=args.trace,
-                  as_json=args.json)
+    outcomes = BACKENDS[args.backend](launches, machine, args)
+    if len(launches) == 1:
+        if args.listing:
+            print(listing(launches[0]), file=stream)
+        return report(outcomes[0], launches[0], trace=args.trace, as_json=args.json)
+    status = 0
+    for path, launch, outcome in zip(args.launch, launches, outcomes):
+        if not args.json:
+            print(f"== {path}")
+        if args.listing:
+            print(listing(launch), file=stream)
+        if isinstance(outcome, UserError):
+            if args.json:
+                print(json.dumps({"launch": path, "error": outcome.render()}))
+            print(f"{path}: {outcome.render()}", file=sys.stderr)
+            status = 1
+            continue
+        status |= report(outcome, launch, trace=args.trace, as_json=args.json,
+                         extra={"launch": path} if args.json else None)
+    return status
 
 
-def report(result: LaunchResult, launch: Launch, trace: bool, as_json: bool) -> int:
-    """Print a launch's outcome (records with `trace`, then JSON or the buffers); a trap
-    prints its located message and gives exit status 1."""
+def listing(launch: Launch) -> str:
+    """The launch's machine code with the PTX line of each instruction."""
+    addresses = {region.name: region.base_address for region in launch.regions}
+    return launch.program.listing(addresses)
+
+
+def report(result: LaunchResult, launch: Launch, trace: bool, as_json: bool,
+           extra: dict | None = None) -> int:
+    """Print a launch's outcome (records with `trace`, then JSON, with `extra` keys first,
+    or the buffers); a trap prints its located message and gives exit status 1."""
     if trace:
         stream = sys.stderr if as_json else sys.stdout
         for line in format_trace(result.records, launch):
             print(line, file=stream)
     if as_json:
-        print(json.dumps(result.as_json()))
+        print(json.dumps({**(extra or {}), **result.as_json()}))
     else:
         print_buffers(result)
     trap = result.trap_error()

@@ -144,7 +144,8 @@ def split_prompt(ids: list[int], protocol: TraceProtocol) -> tuple[list[int], li
 @dataclass
 class DecodedLaunch(LaunchResult):
     """A launch's outcome read from its trace; `tokens` counts the trace tokens (eos
-    included, the prompt not), `seconds` the generation time when a model produced them."""
+    included, the prompt not), `prompt_tokens` the prompt's; when a model produced them,
+    `seconds` the generation time (JSON: both, after `tokens`)."""
 
     tokens: int = 0
     prompt_tokens: int = 0
@@ -155,6 +156,7 @@ class DecodedLaunch(LaunchResult):
         result = {"buffers": data["buffers"], "records": data["records"],
                   "tokens": self.tokens}
         if self.seconds is not None:
+            result["prompt_tokens"] = self.prompt_tokens
             result["seconds"] = round(self.seconds, 3)
         result["trap"] = data["trap"]
         return result

@@ -173,11 +173,42 @@ class _Progress:
             self.bar.stop()
 
 
-def _streamer(decoder: TraceDecoder, checker: LockstepChecker | None, progress: _Progress):
+class _Row:
+    """One launch of a batch: its prompt, decoder, optional checker, and how it ended."""
+
+    def __init__(self, launch: Launch, protocol: TraceProtocol, machine, check: bool,
+                 max_records: int):
+        self.launch = launch
+        self.prompt = build_prompt(launch, protocol, machine)
+        self.decoder = TraceDecoder(protocol, offset=len(self.prompt))
+        self.checker = LockstepChecker(launch, protocol, machine) if check else None
+        self.max_records = max_records
+        self.error: UserError | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.decoder.ended or self.error is not None
+
+    def feed(self, token_id: int) -> None:
+        """Watch one id the model chose for this launch; the first problem ends the row."""
+        try:
+            if self.checker is not None:
+                self.checker.feed(token_id)
+            self.decoder.feed(token_id)
+        except UserError as error:
+            self.error = error
+            return
+        if not self.decoder.ended and len(self.decoder.records) >= self.max_records:
+            self.error = LaunchError(f"the launch did not finish within {self.max_records} "
+                                     "records (an endless loop?)")
+
+
+def _streamer(rows: list[_Row], progress: _Progress):
     from transformers.generation.streamers import BaseStreamer
 
     class TraceStreamer(BaseStreamer):
-        """Sees every id generate() picks; the first call carries the prompt."""
+        """Sees every id generate() picks, one per row a step; the first call carries the
+        prompts.  A row that has ended (or failed) ignores the padding generate appends."""
 
         prompt_seen = False
 
@@ -186,11 +217,11 @@ def _streamer(decoder: TraceDecoder, checker: LockstepChecker | None, progress: 
                 self.prompt_seen = True
                 progress.start = time.perf_counter()
                 return
-            for token_id in value.reshape(-1).tolist():
-                if checker is not None:
-                    checker.feed(token_id)
-                if decoder.feed(token_id) is not None or decoder.ended:
-                    progress.update(len(decoder.records), decoder.tokens)
+            for row, token_id in zip(rows, value.reshape(-1).tolist()):
+                if not row.done:
+                    row.feed(token_id)
+            progress.update(sum(len(row.decoder.records) for row in rows),
+                            sum(row.decoder.tokens for row in rows))
 
         def end(self) -> None:
             pass
@@ -198,42 +229,91 @@ def _streamer(decoder: TraceDecoder, checker: LockstepChecker | None, progress: 
     return TraceStreamer()
 
 
-def generate_greedy(model, protocol: TraceProtocol, prompt: list[int], max_records: int,
-                    streamer=None) -> list[int]:
-    """The ids `model.generate` picks greedily after `prompt`, until <eos> or `max_records`
-    records (the prompt left off)."""
+def _stop_finished_rows(rows: list[_Row]):
+    """A stopping criterion: a row is finished once it ended, failed its check, or hit
+    `max_records`; generate stops when every row is."""
+    import torch
+    from transformers.generation.stopping_criteria import StoppingCriteria
+
+    class RowsDone(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            return torch.tensor([row.done for row in rows], dtype=torch.bool,
+                                device=input_ids.device)
+
+    return RowsDone()
+
+
+def generate_greedy(model, protocol: TraceProtocol, prompts: list[list[int]],
+                    max_records: int, streamer=None, stopping_criteria=None) -> list[list[int]]:
+    """The ids `model.generate` picks greedily after each prompt, until <eos> or
+    `max_records` records (the prompts left off).  Several prompts run as one batch,
+    left-padded with `<pad>` under an attention mask of 0 (docs/trace.md, "Several launches
+    at once"); each row's ids end at its <eos> (the padding after it is dropped)."""
     import torch
 
-    input_ids = torch.tensor([prompt], dtype=torch.long, device=model.device)
+    width = max(len(prompt) for prompt in prompts)
+    input_ids = torch.tensor([[protocol.pad_id] * (width - len(prompt)) + prompt
+                              for prompt in prompts], dtype=torch.long, device=model.device)
+    attention_mask = torch.tensor([[0] * (width - len(prompt)) + [1] * len(prompt)
+                                   for prompt in prompts], dtype=torch.long,
+                                  device=model.device)
+    extra = {} if stopping_criteria is None else {"stopping_criteria": [stopping_criteria]}
     with torch.inference_mode():
-        output = model.generate(input_ids, attention_mask=torch.ones_like(input_ids),
+        output = model.generate(input_ids, attention_mask=attention_mask,
                                 do_sample=False, num_beams=1, use_cache=True,
                                 max_new_tokens=max_records * protocol.tokens_per_record + 1,
                                 eos_token_id=protocol.eos_id, pad_token_id=protocol.pad_id,
-                                streamer=streamer)
-    return output[0, len(prompt):].tolist()
+                                streamer=streamer, **extra)
+    generated = []
+    for row in output[:, width:].tolist():
+        generated.append(row[:row.index(protocol.eos_id) + 1] if protocol.eos_id in row
+                         else row)
+    return generated
+
+
+def run_launches_model(launches: list[Launch], model_dir: str | Path,
+                       max_records: int = DEFAULT_MAX_RECORDS, check: bool = False,
+                       progress: bool | None = None, device: str | None = None,
+                       machine=None, model=None) -> list[DecodedLaunch | UserError]:
+    """Run several launches on a compiled checkpoint as one batch of `generate` (one row a
+    launch).  Each entry of the answer is the launch's outcome, or the error that ended its
+    row (a `DecodeError`, a `CheckMismatch`, a `LaunchError` for `max_records`); the other
+    rows run on.  `seconds` is the whole batch's time.  `model` reuses a loaded
+    (model, protocol) pair."""
+    model, protocol = model or load_checkpoint(model_dir, device)
+    rows = [_Row(launch, protocol, machine, check, max_records) for launch in launches]
+    display = _Progress(sys.stderr.isatty() if progress is None else progress)
+    started = time.perf_counter()
+    try:
+        generate_greedy(model, protocol, [row.prompt for row in rows], max_records,
+                        streamer=_streamer(rows, display),
+                        stopping_criteria=_stop_finished_rows(rows))
+    finally:
+        display.close()
+    seconds = time.perf_counter() - started
+    outcomes: list[DecodedLaunch | UserError] = []
+    for row in rows:
+        if row.error is None:
+            try:
+                records = row.decoder.finish()
+            except UserError as error:
+                row.error = error
+        if row.error is not None:
+            outcomes.append(row.error)
+            continue
+        result = launch_outcome(row.launch, records, tokens=row.decoder.tokens)
+        result.prompt_tokens, result.seconds = len(row.prompt), seconds
+        outcomes.append(result)
+    return outcomes
 
 
 def run_launch_model(launch: Launch, model_dir: str | Path, max_records: int =
                      DEFAULT_MAX_RECORDS, check: bool = False, progress: bool | None = None,
                      device: str | None = None, machine=None) -> DecodedLaunch:
-    """Run a launch on a compiled checkpoint (see the module docstring)."""
-    model, protocol = load_checkpoint(model_dir, device)
-    prompt = build_prompt(launch, protocol, machine)
-    decoder = TraceDecoder(protocol, offset=len(prompt))
-    checker = LockstepChecker(launch, protocol, machine) if check else None
-    display = _Progress(sys.stderr.isatty() if progress is None else progress)
-    started = time.perf_counter()
-    try:
-        generate_greedy(model, protocol, prompt, max_records,
-                        streamer=_streamer(decoder, checker, display))
-    finally:
-        display.close()
-    seconds = time.perf_counter() - started
-    if not decoder.ended and len(decoder.records) >= max_records:
-        raise LaunchError(f"the launch did not finish within {max_records} records "
-                          "(an endless loop?)")
-    records = decoder.finish()
-    result = launch_outcome(launch, records, tokens=decoder.tokens)
-    result.prompt_tokens, result.seconds = len(prompt), seconds
-    return result
+    """Run a launch on a compiled checkpoint (see the module docstring); its first problem
+    is raised."""
+    outcome, = run_launches_model([launch], model_dir, max_records, check, progress, device,
+                                  machine)
+    if isinstance(outcome, UserError):
+        raise outcome
+    return outcome

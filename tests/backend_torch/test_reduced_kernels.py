@@ -11,12 +11,19 @@ one-hot); a 2-core CPU writes about 7 tokens a second, so by default only `seria
 (13 records, about 45 s) runs.  `QWENGPU_REDUCED_MODEL=DIR` reuses a checkpoint compiled
 with those parameters, `QWENGPU_REDUCED_KERNELS=serial_sum,serial_horner,...` picks the
 kernels; the model backend runs on a GPU where there is one (bench/reduced_on_gpu.sh does it
-all)."""
+all).
+
+`test_a_batch_of_launches_inside_the_model` runs several launches of `serial_mad` on seeded
+random inputs as one batch (`hdlc run A B C`: one `generate`, left-padded prompts of
+different lengths), each row checked in lockstep and against the example's own model.py."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,3 +59,38 @@ def test_kernel_inside_the_model(reduced_model, kernel, capsys):
     expected = json.loads((EXAMPLES / kernel / "expected.json").read_text())
     assert result["buffers"] == expected["buffers"]
     assert result["tokens"] > 0 and result["trap"] is None
+
+
+def example_model(kernel: str):
+    """examples/KERNEL/model.py, the independent model of the kernel."""
+    sys.path.insert(0, str(EXAMPLES))
+    spec = importlib.util.spec_from_file_location(f"model_{kernel}",
+                                                  EXAMPLES / kernel / "model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_a_batch_of_launches_inside_the_model(reduced_model, tmp_path, capsys):
+    launch = json.loads((EXAMPLES / "serial_mad" / "launch.json").read_text())
+    launch["source"] = str(EXAMPLES / "serial_mad" / "kernel.ptx")
+    rng = random.Random(5)
+    paths, expected = [], []
+    # a, x, b of 4, 12 and 15/30 bits: prompts of different lengths, a * x + b in int32
+    for index, (product, addend) in enumerate(((4, 4), (12, 20), (15, 30))):
+        launch["buffers"]["in"] = [rng.randrange(-2 ** bits, 2 ** bits)
+                                   for bits in (product, product, addend)]
+        path = tmp_path / f"serial_mad_{index}.json"
+        path.write_text(json.dumps(launch))
+        paths.append(str(path))
+        expected.append(example_model("serial_mad").model(launch)["buffers"])
+    capsys.readouterr()
+    code = main(["run", *paths, "--backend", "model", "--model", reduced_model, "--check",
+                 "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    results = [json.loads(line) for line in out.splitlines()]
+    assert [result["launch"] for result in results] == paths
+    assert [result["buffers"] for result in results] == expected
+    assert len({result["prompt_tokens"] for result in results}) == 3

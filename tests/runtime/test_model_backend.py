@@ -116,6 +116,29 @@ def test_a_random_model_is_stopped_at_its_first_token(random_checkpoint, capsys)
     assert code == 1 and "--check: record 0 (warp 0, pc 0) differs" in err, err
 
 
+def test_a_batch_reports_each_launch(random_checkpoint, capsys):
+    """Two launches as one batch (left-padded prompts of 1290 and of another length): each
+    row fails on its own, with positions counted from its own prompt."""
+    saxpy = VECTOR_ADD.parents[1] / "saxpy_int" / "launch.json"
+    code, out, err = run_cli(capsys, ["run", str(VECTOR_ADD), str(saxpy), "--backend",
+                                      "model", "--model", str(random_checkpoint), "--json"])
+    assert code == 1
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [row["launch"] for row in rows] == [str(VECTOR_ADD), str(saxpy)]
+    assert "error: position 1290: expected warp.b0=.." in rows[0]["error"] or \
+        "error: position 1291: expected pc.b0=.." in rows[0]["error"], rows[0]
+    assert "position 1290:" not in rows[1]["error"] and "expected" in rows[1]["error"]
+    assert err.count(f"{saxpy}: error: position") == 1, err
+
+
+def test_several_launches_on_the_interpreter(capsys):
+    saxpy = VECTOR_ADD.parents[1] / "saxpy_int" / "launch.json"
+    singles = [run_cli(capsys, ["run", str(path)])[1] for path in (VECTOR_ADD, saxpy)]
+    code, out, _ = run_cli(capsys, ["run", str(VECTOR_ADD), str(saxpy)])
+    assert code == 0
+    assert out == f"== {VECTOR_ADD}\n{singles[0]}== {saxpy}\n{singles[1]}"
+
+
 def test_checkpoint_eos_must_match_the_protocol(random_checkpoint, tmp_path, capsys):
     import shutil
 
