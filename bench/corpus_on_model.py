@@ -1,0 +1,124 @@
+"""The example corpus inside a compiled QwenGPU checkpoint, every kernel checked.
+
+    python bench/corpus_on_model.py --model DIR                      # every example, 8 a batch
+    python bench/corpus_on_model.py --model DIR --kernels vector_add,unseen/gcd --batch 2
+    python bench/corpus_on_model.py --model DIR --max-records 120 --budget 540 --device cuda
+
+Kernels run shortest first (by the interpreter's record count), in batches of `--batch` launches
+(one `generate()` a batch, a row a launch: docs/trace.md, "Several launches at once"), with the
+interpreter in lockstep (`--check`). A kernel passes when the model wrote the interpreter's
+trace to its `<eos>` and its buffers (or its trap) equal its expected.json, which its
+independent model.py wrote. Kernels whose expected.json is an error are refused by the loader
+before any model runs (reported, not run); kernels that do not fit the checkpoint's machine
+are skipped. `--max-records N` leaves out kernels longer than N records; after `--budget`
+seconds no new batch starts. It prints a line per kernel as its batch ends (records, tokens,
+the batch's seconds and tokens/s) and a summary; the exit status is 1 when a kernel failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def to_signed(word: int) -> int:
+    word &= 0xFFFFFFFF
+    return word - (1 << 32) if word & 0x80000000 else word
+
+
+def verdict(result, expected: dict) -> str:
+    """'ok' when the model's outcome is the one expected.json gives, else what differs."""
+    if "trap" in expected:
+        trap = result.trap_error()
+        return "ok" if trap is not None and expected["trap"] in trap.message.lower() else \
+            f"expected a {expected['trap']} trap, got {trap.message if trap else 'none'}"
+    if result.trap_error() is not None:
+        return f"unexpected trap: {result.trap_error().message}"
+    got = {name: [to_signed(word) for word in words] for name, words in result.buffers.items()}
+    differing = [name for name in expected["buffers"] if got.get(name) != expected["buffers"][name]]
+    return "ok" if not differing else f"buffers differ: {', '.join(differing)}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, required=True,
+                        help="a QwenGPU checkpoint written by hdlc compile")
+    parser.add_argument("--kernels", help="comma-separated example names (default: all, "
+                                          "unseen/ included)")
+    parser.add_argument("--batch", type=int, default=8, help="launches per generate() call")
+    parser.add_argument("--max-records", type=int, default=None, metavar="N",
+                        help="leave out kernels of more than N records")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help="start no new batch after this many seconds")
+    parser.add_argument("--device", default=None, help="torch device (cpu, cuda)")
+    args = parser.parse_args(argv)
+
+    from qwengpu.errors import UserError
+    from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
+    from qwengpu.runtime.machine_file import checkpoint_machine
+    from qwengpu.runtime.model_backend import load_checkpoint, run_launches_model
+
+    started = time.perf_counter()
+    machine = checkpoint_machine(args.model)
+    names = args.kernels.split(",") if args.kernels else sorted(
+        str(path.parent.relative_to(EXAMPLES)) for path in EXAMPLES.rglob("launch.json"))
+    runnable = []                                # (records, name, launch, expected)
+    failures = 0
+    for name in names:
+        expected = json.loads((EXAMPLES / name / "expected.json").read_text())
+        try:
+            launch = load_launch(EXAMPLES / name / "launch.json", machine_limits(machine))
+        except UserError as error:
+            if "error" in expected and expected["error"] in error.message.lower():
+                print(f"{name:<22} refused as expected.json says ({expected['error']})")
+            elif "error" in expected:
+                failures += 1
+                print(f"{name:<22} FAILED: refused with another error: {error.message}")
+            else:
+                print(f"{name:<22} skipped: does not fit this machine ({error.message})")
+            continue
+        records = len(run_launch_sim(launch, machine=machine).records)
+        if args.max_records is not None and records > args.max_records:
+            print(f"{name:<22} left out: {records} records > --max-records")
+            continue
+        runnable.append((records, name, launch, expected))
+    runnable.sort(key=lambda entry: entry[0])
+    loaded = load_checkpoint(args.model, args.device)
+    print(f"machine: {platform.machine()}, model device: {loaded[0].device}; "
+          f"{len(runnable)} kernels in batches of {args.batch}", flush=True)
+    passed = tokens_in_all = 0
+    for first in range(0, len(runnable), args.batch):
+        if args.budget is not None and time.perf_counter() - started > args.budget:
+            print(f"budget spent: {len(runnable) - first} kernels not run")
+            break
+        batch = runnable[first:first + args.batch]
+        outcomes = run_launches_model([entry[2] for entry in batch], args.model, check=True,
+                                      progress=False, machine=machine, model=loaded)
+        for (records, name, _, expected), outcome in zip(batch, outcomes):
+            if isinstance(outcome, UserError):
+                failures += 1
+                print(f"{name:<22} FAILED: {outcome.message}")
+                continue
+            result = verdict(outcome, expected)
+            failures += result != "ok"
+            passed += result == "ok"
+            tokens_in_all += outcome.tokens
+            print(f"{name:<22} {result if result == 'ok' else 'FAILED: ' + result:<6} "
+                  f"{len(outcome.records):>5} records {outcome.tokens:>6} tokens "
+                  f"(prompt {outcome.prompt_tokens}); batch of {len(batch)}: "
+                  f"{outcome.seconds:.1f} s", flush=True)
+    seconds = time.perf_counter() - started
+    print(f"{passed} passed, {failures} failed; {tokens_in_all} trace tokens in {seconds:.0f} s "
+          f"in all ({tokens_in_all / seconds:.1f} tokens/s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
