@@ -153,3 +153,24 @@ def test_checkpoint_eos_must_match_the_protocol(random_checkpoint, tmp_path, cap
     code, _, err = run_cli(capsys, ["run", str(VECTOR_ADD), "--backend", "model", "--model",
                                     str(copy)])
     assert code == 1 and "eos_token_id is 7" in err, err
+
+
+def test_the_corpus_script_reports_every_kernel(random_checkpoint, capsys):
+    """bench/corpus_on_model.py on a model that is not a QwenGPU: the error example is
+    refused before any model runs, the two others fail on their own rows, exit status 1."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "corpus_on_model.py"
+    spec = importlib.util.spec_from_file_location("corpus_on_model", script)
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    capsys.readouterr()
+    code = corpus.main(["--model", str(random_checkpoint), "--kernels",
+                        "too_big,vector_add,unseen/hash_mix"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "too_big                refused as expected.json says (registers)" in out
+    assert "2 kernels in batches of 8" in out
+    assert out.count("FAILED: --check: record 0 (warp 0, pc 0) differs") == 2, out
+    assert "0 passed, 2 failed" in out
