@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         batch = runnable[first:first + args.batch]
         outcomes = run_launches_model([entry[2] for entry in batch], args.model, check=True,
-                                      progress=False, machine=machine, model=loaded)
+                                      progress=False, machine=machine, loaded=loaded)
         for (records, name, _, expected), outcome in zip(batch, outcomes):
             if isinstance(outcome, UserError):
                 failures += 1

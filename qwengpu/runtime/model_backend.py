@@ -12,6 +12,12 @@ generation at once with a `DecodeError`), shows progress on a terminal, and with
 steps the reference interpreter in lockstep and stops at the first token that differs from
 the interpreter's record (`CheckMismatch`: record, field, expected, got).  Nothing the model
 generates is ever replaced or corrected.
+
+    results = run_launches_model([launch_a, launch_b], "build/qwengpu", check=True)
+
+runs several launches as one batch of `generate` (left-padded prompts, a row a launch,
+docs/trace.md "Several launches at once"); each row is decoded and checked on its own, and
+a row that fails ends alone.
 """
 
 from __future__ import annotations
@@ -274,13 +280,13 @@ def generate_greedy(model, protocol: TraceProtocol, prompts: list[list[int]],
 def run_launches_model(launches: list[Launch], model_dir: str | Path,
                        max_records: int = DEFAULT_MAX_RECORDS, check: bool = False,
                        progress: bool | None = None, device: str | None = None,
-                       machine=None, model=None) -> list[DecodedLaunch | UserError]:
+                       machine=None, loaded=None) -> list[DecodedLaunch | UserError]:
     """Run several launches on a compiled checkpoint as one batch of `generate` (one row a
     launch).  Each entry of the answer is the launch's outcome, or the error that ended its
     row (a `DecodeError`, a `CheckMismatch`, a `LaunchError` for `max_records`); the other
-    rows run on.  `seconds` is the whole batch's time.  `model` reuses a loaded
-    (model, protocol) pair."""
-    model, protocol = model or load_checkpoint(model_dir, device)
+    rows run on.  `seconds` is the whole batch's time.  `loaded` reuses the (model,
+    protocol) pair `load_checkpoint` gave."""
+    model, protocol = loaded or load_checkpoint(model_dir, device)
     rows = [_Row(launch, protocol, machine, check, max_records) for launch in launches]
     display = _Progress(sys.stderr.isatty() if progress is None else progress)
     started = time.perf_counter()
