@@ -94,11 +94,13 @@ def main(argv: list[str] | None = None) -> int:
                 for name in names]
     timed = [time_interpreter(launch, args.repeats, machine) for launch in launches]
     outcomes = [None] * len(names)
-    if args.model and args.batch:
-        from qwengpu.runtime.model_backend import run_launches_model
+    if args.model:
+        from qwengpu.runtime.model_backend import load_checkpoint, run_launches_model
 
+        loaded = load_checkpoint(args.model, args.device)
+    if args.model and args.batch:
         outcomes = run_launches_model(launches, args.model, check=True, progress=False,
-                                      device=args.device, machine=machine)
+                                      machine=machine, loaded=loaded)
     for index, (name, launch, (sim, seconds)) in enumerate(zip(names, launches, timed)):
         count = len(sim.records)
         print(f"{name:<16} {'interpreter':<12} {count:>8} {'-':>8} {count / seconds:>11.1f} "
@@ -106,11 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.model:
             continue
         if not args.batch:
-            from qwengpu.runtime.model_backend import run_launches_model
-
             outcomes[index], = run_launches_model([launch], args.model, check=True,
-                                                  progress=False, device=args.device,
-                                                  machine=machine)
+                                                  progress=False, machine=machine,
+                                                  loaded=loaded)
         result = outcomes[index]
         if isinstance(result, UserError):
             print(f"{'':<16} {'model':<12} failed: {result.message}")
