@@ -251,7 +251,9 @@ class Memory:
         return [part.group.count for part in self.parts]
 
     def cost(self, reads: int = 1) -> MixerCost:
-        """Heads and residual dims of `reads` replicas (each with its own read port)."""
+        """Heads and residual dims of `reads` replicas (each with its own read port), the
+        dims counted for one-hot outputs (a value a dim); binary outputs take fewer, and
+        `install` reports the dims of the groups it is given."""
         return MixerCost(self.name, LINEAR_ATTENTION, self.heads * reads,
                          reads * sum(self.output_shape()))
 
