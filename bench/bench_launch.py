@@ -11,7 +11,8 @@ other in this process, and whether the model's records and buffers equal the int
 (the model runs with `--check`: a row that leaves the interpreter's trace stops there and
 prints its error). With `--batch` the model runs every kernel at once, a row each (docs/trace.md,
 "Several launches at once"): a kernel's rates are its records over the whole batch's time,
-and a last line gives the batch's total. With a model it also prints the checkpoint's nonzero
+and a last line gives the batch's total. The exit status is 1 when the model failed or
+differed on a kernel. With a model it also prints the checkpoint's nonzero
 weights per layer. Figures depend on the machine: quote them with the machine named, or as
 ratios.
 """
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name in names]
     timed = [time_interpreter(launch, args.repeats, machine) for launch in launches]
     outcomes = [None] * len(names)
+    failed = False
     if args.model:
         from qwengpu.runtime.model_backend import load_checkpoint, run_launches_model
 
@@ -113,29 +115,37 @@ def main(argv: list[str] | None = None) -> int:
                                                   loaded=loaded)
         result = outcomes[index]
         if isinstance(result, UserError):
+            failed = True
             print(f"{'':<16} {'model':<12} failed: {result.message}")
             continue
         same = result.buffers == sim.buffers and result.records == sim.records
+        failed |= not same
         records = len(result.records)
         print(f"{'':<16} {'model':<12} {records:>8} {result.tokens / max(records, 1):>8.1f} "
               f"{records / result.seconds:>11.3f} "
               f"{thread_instructions(result.records) / result.seconds:>15.3f} "
               f"{result.seconds:>9.2f}  {'yes' if same else 'NO'}")
-        print(f"{'':<16} {'ratio':<12} interpreter is {result.seconds / seconds:,.0f}x faster")
+        if not args.batch:
+            print(f"{'':<16} {'ratio':<12} interpreter is {result.seconds / seconds:,.0f}x "
+                  "faster")
     done = [result for result in outcomes if result is not None
             and not isinstance(result, UserError)]
     if args.batch and done:
-        seconds = done[0].seconds
+        batch_seconds = done[0].seconds
         records = sum(len(result.records) for result in done)
         tokens = sum(result.tokens for result in done)
         work = sum(thread_instructions(result.records) for result in done)
         print(f"{'batch of ' + str(len(names)):<16} {'model':<12} {records:>8} "
-              f"{tokens / max(records, 1):>8.1f} {records / seconds:>11.3f} "
-              f"{work / seconds:>15.3f} {seconds:>9.2f}  ({tokens / seconds:.2f} tokens/s)")
+              f"{tokens / max(records, 1):>8.1f} {records / batch_seconds:>11.3f} "
+              f"{work / batch_seconds:>15.3f} {batch_seconds:>9.2f}  "
+              f"({tokens / batch_seconds:.2f} tokens/s)")
+        interpreter_seconds = sum(seconds for _, seconds in timed)
+        print(f"{'':<16} {'ratio':<12} interpreter (the kernels one after the other) is "
+              f"{batch_seconds / interpreter_seconds:,.0f}x faster")
     if args.model:
         print("\nnonzero weights per layer:")
         print(json.dumps(nonzeros_per_layer(args.model), indent=1))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -174,3 +174,22 @@ def test_the_corpus_script_reports_every_kernel(random_checkpoint, capsys):
     assert "2 kernels in batches of 8" in out
     assert out.count("FAILED: --check: record 0 (warp 0, pc 0) differs") == 2, out
     assert "0 passed, 2 failed" in out
+
+
+def test_the_benchmark_reports_a_failing_model(random_checkpoint, capsys):
+    """bench/bench_launch.py --batch on a model that is not a QwenGPU: both rows print their
+    failure and the exit status is 1 (a benchmark never reports a wrong model as a figure)."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "bench_launch.py"
+    spec = importlib.util.spec_from_file_location("bench_launch", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    capsys.readouterr()
+    code = bench.main(["--model", str(random_checkpoint), "--batch", "--repeats", "1",
+                       "--kernels", "vector_add,unseen/hash_mix"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.count("failed: --check: record 0 (warp 0, pc 0) differs") == 2, out
+    assert "nonzero weights per layer" in out
