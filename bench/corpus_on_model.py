@@ -26,11 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
 
-
-def to_signed(word: int) -> int:
-    word &= 0xFFFFFFFF
-    return word - (1 << 32) if word & 0x80000000 else word
+from _int32 import to_signed  # noqa: E402  (examples/_int32.py: words as int32)
 
 
 def verdict(result, expected: dict) -> str:

@@ -72,7 +72,7 @@ def test_the_whole_qwengpu_on_the_2b_shape(tmp_path):
 def test_a_cuda_kernel_inside_the_2b_model(tmp_path, capsys):
     """`hdlc compile specs/qwengpu.hdl --target qwen3.5-2b` and `hdlc run --backend model
     --check` on an example of the corpus: stock transformers writes the whole launch (10
-    records, 541 tokens; about 6 minutes on 2 cores, most of it the 4,000-token prompt), the
+    records, 541 tokens after a 1,163-token prompt; about 6 minutes on 2 cores), the
     interpreter agrees record for record, and the kernel's store past the end of memory
     traps as its independent expected.json says."""
     import json

@@ -19,7 +19,6 @@ different lengths), each row checked in lockstep and against the example's own m
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -32,6 +31,9 @@ from qwengpu.cli import main
 from test_single_step import REDUCED
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
+import make_expected  # noqa: E402  (examples/make_expected.py: each example's own model)
 KERNELS = os.environ.get("QWENGPU_REDUCED_KERNELS", "serial_mad").split(",")
 
 
@@ -61,16 +63,6 @@ def test_kernel_inside_the_model(reduced_model, kernel, capsys):
     assert result["tokens"] > 0 and result["trap"] is None
 
 
-def example_model(kernel: str):
-    """examples/KERNEL/model.py, the independent model of the kernel."""
-    sys.path.insert(0, str(EXAMPLES))
-    spec = importlib.util.spec_from_file_location(f"model_{kernel}",
-                                                  EXAMPLES / kernel / "model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_a_batch_of_launches_inside_the_model(reduced_model, tmp_path, capsys):
     launch = json.loads((EXAMPLES / "serial_mad" / "launch.json").read_text())
@@ -84,7 +76,8 @@ def test_a_batch_of_launches_inside_the_model(reduced_model, tmp_path, capsys):
         path = tmp_path / f"serial_mad_{index}.json"
         path.write_text(json.dumps(launch))
         paths.append(str(path))
-        expected.append(example_model("serial_mad").model(launch)["buffers"])
+        expected.append(make_expected.load_model(EXAMPLES / "serial_mad")
+                        .model(launch)["buffers"])
     capsys.readouterr()
     code = main(["run", *paths, "--backend", "model", "--model", reduced_model, "--check",
                  "--json"])

@@ -155,16 +155,22 @@ def test_checkpoint_eos_must_match_the_protocol(random_checkpoint, tmp_path, cap
     assert code == 1 and "eos_token_id is 7" in err, err
 
 
-def test_the_corpus_script_reports_every_kernel(random_checkpoint, capsys):
-    """bench/corpus_on_model.py on a model that is not a QwenGPU: the error example is
-    refused before any model runs, the two others fail on their own rows, exit status 1."""
+def bench_script(name: str):
+    """bench/NAME.py as a module (the bench scripts are not a package)."""
     import importlib.util
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "bench" / "corpus_on_model.py"
-    spec = importlib.util.spec_from_file_location("corpus_on_model", script)
-    corpus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(corpus)
+    script = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_corpus_script_reports_every_kernel(random_checkpoint, capsys):
+    """bench/corpus_on_model.py on a model that is not a QwenGPU: the error example is
+    refused before any model runs, the two others fail on their own rows, exit status 1."""
+    corpus = bench_script("corpus_on_model")
     capsys.readouterr()
     code = corpus.main(["--model", str(random_checkpoint), "--kernels",
                         "too_big,vector_add,unseen/hash_mix"])
@@ -179,13 +185,7 @@ def test_the_corpus_script_reports_every_kernel(random_checkpoint, capsys):
 def test_the_benchmark_reports_a_failing_model(random_checkpoint, capsys):
     """bench/bench_launch.py --batch on a model that is not a QwenGPU: both rows print their
     failure and the exit status is 1 (a benchmark never reports a wrong model as a figure)."""
-    import importlib.util
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "bench" / "bench_launch.py"
-    spec = importlib.util.spec_from_file_location("bench_launch", script)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_script("bench_launch")
     capsys.readouterr()
     code = bench.main(["--model", str(random_checkpoint), "--batch", "--repeats", "1",
                        "--kernels", "vector_add,unseen/hash_mix"])
