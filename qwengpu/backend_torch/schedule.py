@@ -8,7 +8,7 @@ order) while the layer has room (MLP units, DeltaNet heads; mixers only in
 `linear_attention` layers); deterministic.  A file target's caps are its sizes; for `min`
 the caps are the smallest that still fit 45 layers (binary search), so the layers are used
 evenly and min's intermediate size is what one layer really needs; a file target's ops
-get the smallest such cap that lets the residual fit (`_file_op_cap`), and its erasures
+get the smallest such cap that lets the residual fit (`_file_target_schedule`), and its erasures
 the rest of each layer.  The scratch sits in layer 0's mixer by construction (its inputs are the
 embedding).  A plan that needs more than 45 layers, or more residual dims than the target
 has, fails with a `CapacityError` naming the resource, what was needed, what there is, and
@@ -158,12 +158,10 @@ def schedule_plan(plan: Plan, target: Target) -> Schedule:
     for op in plan.ops:
         if op.kind == "mlp":
             op.units = count_units(op, plan)
-    unit_cap, head_cap = target.units_per_layer, target.heads_per_layer
     if target.is_min:
-        unit_cap, head_cap = _min_caps(plan, target)
+        ready, units, heads = _list_schedule(plan, target, *_min_caps(plan, target))
     else:
-        unit_cap = _file_op_cap(plan, target)
-    ready, units, heads = _list_schedule(plan, target, unit_cap, head_cap)
+        ready, units, heads = _file_target_schedule(plan, target)
     layers_used = 1 + max(op.layer for op in plan.ops)
     position = {name: i for i, name in enumerate(plan.values)}
     order = sorted(ready, key=lambda v: (ready[v], position[v]))
@@ -291,24 +289,26 @@ def _latest_sublayers(plan: Plan, target: Target) -> list[int]:
     return latest
 
 
-def _file_op_cap(plan: Plan, target: Target) -> int:
-    """A file target: the per-layer cap on the ops' units.  Ops packed as tightly as the
-    layers allow keep values live longer and leave no units for erasures, so the cap is the
-    smallest that fits the layers (as for `min`), raised by steps (1.25, 1.5, 2, 3 times,
+def _file_target_schedule(plan: Plan, target: Target):
+    """A file target's list schedule (`_list_schedule`'s result) at the smallest per-layer cap
+    on the ops' units that lets the residual fit.  Ops packed as tightly as the layers allow
+    keep values live longer and leave no units for erasures, so the cap starts at the
+    smallest that fits the layers (as for `min`) and rises by steps (1.25, 1.5, 2, 3 times,
     then the whole layer) while the residual does not fit; erasures may use the layer's
-    remaining units."""
+    remaining units.  When no cap fits, the one with the fewest dims (`schedule_plan` then
+    names the overflow)."""
     smallest, _ = _min_caps(plan, target)
     full = target.units_per_layer
     caps = sorted({min(full, int(smallest * f)) for f in (1.0, 1.25, 1.5, 2.0, 3.0)} | {full})
     best = None
     for cap in caps:
-        ready, units, _ = _list_schedule(plan, target, cap, target.heads_per_layer)
-        dims = reuse_layout(plan, target, ready, units, full)[1]
+        scheduled = _list_schedule(plan, target, cap, target.heads_per_layer)
+        dims = reuse_layout(plan, target, scheduled[0], scheduled[1], full)[1]
         if dims <= target.hidden_size:
-            return cap
+            return scheduled
         if best is None or dims < best[0]:
             best = (dims, cap)
-    return best[1]
+    return _list_schedule(plan, target, best[1], target.heads_per_layer)
 
 
 def _min_caps(plan: Plan, target: Target) -> tuple[int, int]:
