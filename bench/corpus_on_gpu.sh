@@ -11,7 +11,10 @@
 #    140), shortest first, BATCH launches a generate() call (default 16), the interpreter in
 #    lockstep and the buffers against expected.json.
 # BUDGET_S seconds in all (default 560); no corpus batch starts after 60% of what is left.
-# Logs go to LOG_DIR (default out/corpus-gpu). Needs ~24 GB of GPU memory.
+# Logs go to LOG_DIR (default out/corpus-gpu). RESULTS=FILE appends a JSON line per kernel
+# to FILE and skips the kernels FILE records as passed on this very checkpoint (corpus_on_model
+# --results/--resume), so several short device sessions can share out the corpus.
+# Needs ~24 GB of GPU memory.
 set -o pipefail
 cd "$(dirname "$0")/.."
 LOG_DIR=${1:-out/corpus-gpu}
@@ -20,6 +23,8 @@ MODEL=${QWENGPU_MODEL:-out/qwengpu-2b}
 BUDGET_S=${BUDGET_S:-560}
 BATCH=${BATCH:-16}
 MAX_RECORDS=${MAX_RECORDS:-140}
+RESUME=()
+[ -n "${RESULTS:-}" ] && RESUME=(--results "$RESULTS" --resume)
 export PYTHONUNBUFFERED=1
 mkdir -p "$LOG_DIR"
 left() { echo $(( BUDGET_S - SECONDS > 5 ? BUDGET_S - SECONDS : 5 )); }
@@ -38,6 +43,6 @@ timeout "$(left)" python3 bench/bench_launch.py --model "$MODEL" --device "$DEVI
 echo "== corpus ($SECONDS s)"
 timeout "$(left)" python3 bench/corpus_on_model.py --model "$MODEL" --device "$DEVICE" \
     --batch "$BATCH" --max-records "$MAX_RECORDS" --budget $(( (BUDGET_S - SECONDS) * 6 / 10 )) \
-    2>&1 | grep -v '^\[transformers\]' | tee "$LOG_DIR/corpus.log" || status=1
+    "${RESUME[@]}" 2>&1 | grep -v '^\[transformers\]' | tee "$LOG_DIR/corpus.log" || status=1
 echo "== done ($SECONDS s), status $status"
 exit $status

@@ -3,6 +3,7 @@
     python bench/corpus_on_model.py --model DIR                      # every example, 8 a batch
     python bench/corpus_on_model.py --model DIR --kernels vector_add,unseen/gcd --batch 2
     python bench/corpus_on_model.py --model DIR --max-records 120 --budget 540 --device cuda
+    python bench/corpus_on_model.py --model DIR --results corpus.jsonl --resume   # go on
 
 Kernels run shortest first (by the interpreter's record count), in batches of `--batch` launches
 (one `generate()` a batch, a row a launch: docs/trace.md, "Several launches at once"), with the
@@ -13,11 +14,18 @@ before any model runs (reported, not run); kernels that do not fit the checkpoin
 are skipped. `--max-records N` leaves out kernels longer than N records; after `--budget`
 seconds no new batch starts. It prints a line per kernel as its batch ends (records, tokens,
 the batch's seconds and tokens/s) and a summary; the exit status is 1 when a kernel failed.
+
+The corpus takes longer than one sitting on a CPU (hours of tokens), so a run can be spread
+over several: `--results FILE` appends a JSON line per kernel run (its verdict, records,
+tokens, seconds and the checkpoint's fingerprint: the SHA-256 of its weights, config and
+protocol), and `--resume` skips the kernels FILE already records as passed on a checkpoint
+with the same fingerprint (a recompiled machine with other weights starts again).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import sys
@@ -45,6 +53,31 @@ def verdict(result, expected: dict) -> str:
     return "ok" if not differing else f"buffers differ: {', '.join(differing)}"
 
 
+def fingerprint(model: Path) -> str:
+    """SHA-256 over the checkpoint's weights, config and protocol: what its results depend on."""
+    digest = hashlib.sha256()
+    for name in ("model.safetensors", "config.json", "protocol.json"):
+        with open(model / name, "rb") as file:
+            while chunk := file.read(1 << 24):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def passed_before(results: Path, checkpoint: str) -> set[str]:
+    """The kernels `results` records as passed on the checkpoint with this fingerprint."""
+    if not results.exists():
+        return set()
+    passed = set()
+    for number, text in enumerate(results.read_text().splitlines(), 1):
+        try:
+            line = json.loads(text) if text.strip() else {}
+        except json.JSONDecodeError as error:
+            raise SystemExit(f"{results}:{number}:{error.colno}: not a JSON line: {error.msg}")
+        if line.get("checkpoint") == checkpoint and line.get("verdict") == "ok":
+            passed.add(line["kernel"])
+    return passed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True,
@@ -57,7 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="start no new batch after this many seconds")
     parser.add_argument("--device", default=None, help="torch device (cpu, cuda)")
+    parser.add_argument("--results", type=Path, default=None, metavar="FILE",
+                        help="append a JSON line per kernel run to FILE")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the kernels --results FILE records as passed on this "
+                             "checkpoint")
     args = parser.parse_args(argv)
+    if args.resume and args.results is None:
+        parser.error("--resume needs --results FILE")
 
     from qwengpu.errors import UserError
     from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
@@ -66,11 +106,16 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     machine = checkpoint_machine(args.model)
+    checkpoint = fingerprint(args.model) if args.results else None
+    done = passed_before(args.results, checkpoint) if args.resume else set()
     names = args.kernels.split(",") if args.kernels else sorted(
         str(path.parent.relative_to(EXAMPLES)) for path in EXAMPLES.rglob("launch.json"))
     runnable = []                                # (records, name, launch, expected)
     failures = 0
     for name in names:
+        if name in done:
+            print(f"{name:<22} passed before on this checkpoint ({args.results})")
+            continue
         expected = json.loads((EXAMPLES / name / "expected.json").read_text())
         try:
             launch = load_launch(EXAMPLES / name / "launch.json", machine_limits(machine))
@@ -98,14 +143,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"budget spent: {len(runnable) - first} kernels not run")
             break
         batch = runnable[first:first + args.batch]
+        where = {"checkpoint": checkpoint, "machine": platform.machine(),
+                 "device": str(loaded[0].device), "batch": len(batch)}
         outcomes = run_launches_model([entry[2] for entry in batch], args.model, check=True,
                                       progress=False, machine=machine, loaded=loaded)
         for (records, name, _, expected), outcome in zip(batch, outcomes):
             if isinstance(outcome, UserError):
                 failures += 1
                 print(f"{name:<22} FAILED: {outcome.message}")
+                record_result(args.results, where, name, outcome.message)
                 continue
             result = verdict(outcome, expected)
+            record_result(args.results, where, name, result, outcome)
             failures += result != "ok"
             passed += result == "ok"
             tokens_in_all += outcome.tokens
@@ -117,6 +166,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{passed} passed, {failures} failed; {tokens_in_all} trace tokens in {seconds:.0f} s "
           f"in all ({tokens_in_all / seconds:.1f} tokens/s)")
     return 1 if failures else 0
+
+
+def record_result(results: Path | None, where: dict, name: str, verdict_: str,
+                  outcome=None) -> None:
+    """Append one kernel's outcome to `--results` (nothing without it); `where` names the
+    checkpoint's fingerprint, the machine, the device and the batch size."""
+    if results is None:
+        return
+    line = {"kernel": name, "verdict": verdict_, **where}
+    if outcome is not None:
+        line.update(records=len(outcome.records), tokens=outcome.tokens,
+                    prompt_tokens=outcome.prompt_tokens, batch_seconds=round(outcome.seconds, 1))
+    with open(results, "a") as file:
+        file.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":

@@ -182,6 +182,30 @@ def test_the_corpus_script_reports_every_kernel(random_checkpoint, capsys):
     assert "0 passed, 2 failed" in out
 
 
+def test_the_corpus_script_goes_on_from_its_results(random_checkpoint, tmp_path, capsys):
+    """--results appends a line per kernel run; --resume skips what the file records as
+    passed on this very checkpoint (its fingerprint), not what passed on another."""
+    corpus = bench_script("corpus_on_model")
+    results = tmp_path / "corpus.jsonl"
+    here = corpus.fingerprint(random_checkpoint)
+    results.write_text(json.dumps({"kernel": "vector_add", "verdict": "ok", "checkpoint": here})
+                       + "\n" + json.dumps({"kernel": "unseen/hash_mix", "verdict": "ok",
+                                            "checkpoint": "another"}) + "\n")
+    capsys.readouterr()
+    code = corpus.main(["--model", str(random_checkpoint), "--kernels",
+                        "vector_add,unseen/hash_mix", "--results", str(results), "--resume"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"vector_add             passed before on this checkpoint ({results})" in out
+    assert "1 kernels in batches of 8" in out and "0 passed, 1 failed" in out
+    added = json.loads(results.read_text().splitlines()[-1])
+    assert added["kernel"] == "unseen/hash_mix" and added["checkpoint"] == here
+    assert added["verdict"].startswith("--check: record 0 (warp 0, pc 0) differs")
+    results.write_text("{not json\n")
+    with pytest.raises(SystemExit, match=r"corpus.jsonl:1:2: not a JSON line"):
+        corpus.main(["--model", str(random_checkpoint), "--results", str(results), "--resume"])
+
+
 def test_the_benchmark_reports_a_failing_model(random_checkpoint, capsys):
     """bench/bench_launch.py --batch on a model that is not a QwenGPU: both rows print their
     failure and the exit status is 1 (a benchmark never reports a wrong model as a figure)."""
