@@ -297,8 +297,10 @@ def _file_target_schedule(plan: Plan, target: Target):
     then the whole layer) while the residual does not fit; erasures may use the layer's
     remaining units.  When no cap fits, the one with the fewest dims (`schedule_plan` then
     names the overflow)."""
-    smallest, _ = _min_caps(plan, target)
     full = target.units_per_layer
+    _, units, _ = _list_schedule(plan, target, full, target.heads_per_layer)
+    smallest = _smallest_unit_cap(plan, target, target.heads_per_layer,
+                                  max(units.values(), default=1))
     caps = sorted({min(full, int(smallest * f)) for f in (1.0, 1.25, 1.5, 2.0, 3.0)} | {full})
     best = None
     for cap in caps:
@@ -312,34 +314,64 @@ def _file_target_schedule(plan: Plan, target: Target):
 
 
 def _min_caps(plan: Plan, target: Target) -> tuple[int, int]:
-    """The smallest unit cap, then head cap, that still fit the layers (binary search)."""
-    def fits(unit_cap: int, head_cap: int) -> bool:
-        try:
-            _list_schedule(plan, target, unit_cap, head_cap)
-        except CapacityError:
-            return False
-        return True
-
-    def smallest(low: int, high: int, fits_at) -> int:
-        while low < high:
-            middle = (low + high) // 2
-            if fits_at(middle):
-                high = middle
-            else:
-                low = middle + 1
-        return low
-
+    """`min`'s per-layer caps: of the (unit cap, head cap) pairs with which the layers still
+    hold the plan, the one with the fewest weights.  Every layer has the same shape, so a layer
+    costs `3 * units + per_head * heads` weights a residual dim (`_weights_per_dim`: a DeltaNet
+    head is ~200 MLP units).  For each head cap from the widest mixer op up, the smallest unit
+    cap that fits (binary search); the search stops at the head cap whose heads, with the unit
+    cap the most heads need, cost more than the best pair so far (more heads rarely save
+    units: on specs/qwengpu.hdl 28 heads need 2,540 units a layer and 13 heads 2,583)."""
     free = target.units_per_layer
     _, units, heads = _list_schedule(plan, target, free, target.heads_per_layer)
-    widest_op = max((op.units for op in plan.ops if op.kind == "mlp"), default=1)
     # the scratch sits in layer 0's mixer (docs/schedule.md): its heads share that layer
     widest_mixer = max([op.heads for op in plan.ops if op.kind != "mlp"] +
                        [sum(op.heads for op in plan.ops if op.region == "scratch")])
-    unit_cap = smallest(max(widest_op, 1), max(units.values(), default=1),
-                        lambda cap: fits(cap, target.heads_per_layer))
-    head_cap = smallest(max(widest_mixer, 1), max(heads.values(), default=1),
-                        lambda cap: fits(unit_cap, cap))
-    return unit_cap, head_cap
+    most_heads = max(max(heads.values(), default=1), widest_mixer, 1)
+    most_units = max(units.values(), default=1)
+    fewest_units = _smallest_unit_cap(plan, target, most_heads, most_units)
+    per_unit, per_head = _weights_per_dim(target)
+    best = None
+    for head_cap in range(max(widest_mixer, 1), most_heads + 1):
+        if best is not None and per_unit * fewest_units + per_head * head_cap >= best[0]:
+            break
+        if _fits(plan, target, most_units, head_cap):
+            unit_cap = _smallest_unit_cap(plan, target, head_cap, most_units)
+        elif _fits(plan, target, free, head_cap):
+            unit_cap = _smallest_unit_cap(plan, target, head_cap, free)
+        else:
+            continue
+        cost = per_unit * unit_cap + per_head * head_cap
+        if best is None or cost < best[0]:
+            best = (cost, unit_cap, head_cap)
+    return best[1], best[2]
+
+
+def _smallest_unit_cap(plan: Plan, target: Target, head_cap: int, high: int) -> int:
+    """The smallest per-layer unit cap (at most `high`, which fits) with which the layers
+    hold the plan at `head_cap` heads a layer (binary search)."""
+    widest_op = max((op.units for op in plan.ops if op.kind == "mlp"), default=1)
+    low = max(widest_op, 1)
+    while low < high:
+        middle = (low + high) // 2
+        if _fits(plan, target, middle, head_cap):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def _fits(plan: Plan, target: Target, unit_cap: int, head_cap: int) -> bool:
+    try:
+        _list_schedule(plan, target, unit_cap, head_cap)
+    except CapacityError:
+        return False
+    return True
+
+
+def _weights_per_dim(target: Target) -> tuple[int, int]:
+    """Weights a residual dim costs per MLP unit (gate, up, down) and per DeltaNet head
+    (q, k, v, z, out, a, b), in a layer of `target`'s head dims."""
+    return 3, 2 * target.key_head_dim + 3 * target.value_head_dim + 2
 
 
 # -- text -------------------------------------------------------------------------------------

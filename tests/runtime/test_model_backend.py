@@ -206,6 +206,22 @@ def test_the_corpus_script_goes_on_from_its_results(random_checkpoint, tmp_path,
         corpus.main(["--model", str(random_checkpoint), "--results", str(results), "--resume"])
 
 
+def test_the_step_benchmark_times_checkpoints_side_by_side(random_checkpoint, tmp_path,
+                                                          capsys):
+    """bench/bench_step.py: a line per checkpoint (its shape, the prefill and step times, the
+    step as a ratio to the first's); a directory that is not a checkpoint is exit status 1."""
+    bench = bench_script("bench_step")
+    code = bench.main(["--models", f"{random_checkpoint},{random_checkpoint}", "--steps", "2",
+                       "--batch", "2"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.startswith(random_checkpoint.name)]
+    assert len(lines) == 2 and lines[0].endswith("1.00x"), out
+    assert "prompt of examples/serial_mad, batch 2, 2 decode steps timed" in out
+    assert bench.main(["--models", str(tmp_path / "nothing")]) == 1
+    assert "no such checkpoint directory" in capsys.readouterr().err
+
+
 def test_the_benchmark_reports_a_failing_model(random_checkpoint, capsys):
     """bench/bench_launch.py --batch on a model that is not a QwenGPU: both rows print their
     failure and the exit status is 1 (a benchmark never reports a wrong model as a figure)."""
