@@ -6,10 +6,10 @@ readable from the next one.  List scheduling, sublayer by sublayer: the ops of t
 kind whose inputs are ready go in order of their latest possible sublayer (ALAP; ties by plan
 order) while the layer has room (MLP units, DeltaNet heads; mixers only in
 `linear_attention` layers); deterministic.  A file target's caps are its sizes; for `min`
-the caps are the smallest that still fit 45 layers (binary search), so the layers are used
-evenly and min's intermediate size is what one layer really needs; a file target's ops
-get the smallest such cap that lets the residual fit (`_file_target_schedule`), and its erasures
-the rest of each layer.  The scratch sits in layer 0's mixer by construction (its inputs are the
+the caps are the pair of unit and head caps that still fits 45 layers with the fewest weights
+(`_min_caps`), so the layers are used evenly and min's intermediate size is what one layer
+really needs; a file target's ops get the smallest unit cap that lets the residual fit
+(`_file_target_schedule`), and its erasures the rest of each layer.  The scratch sits in layer 0's mixer by construction (its inputs are the
 embedding).  A plan that needs more than 45 layers, or more residual dims than the target
 has, fails with a `CapacityError` naming the resource, what was needed, what there is, and
 the HDL line of the op that overflowed.
@@ -151,10 +151,10 @@ def reuse_layout(plan: Plan, target: Target, ready: dict[str, int], units: dict[
 def schedule_plan(plan: Plan, target: Target) -> Schedule:
     """Place every op (see the module doc); `CapacityError` when the plan does not fit.
 
-    A file target caps each layer at its units and heads.  For `min` the caps are chosen:
-    the smallest per-layer MLP unit cap (then DeltaNet head cap) with which the list
-    scheduler still fits the 45 layers (binary search), so the layers are used evenly and
-    min's intermediate size is what one layer really needs."""
+    A file target caps each layer at its units and heads.  For `min` the caps are chosen
+    (`_min_caps`): the per-layer MLP unit cap and DeltaNet head cap with which the list
+    scheduler still fits the 45 layers at the fewest weights, so the layers are used evenly
+    and min's intermediate size is what one layer really needs."""
     for op in plan.ops:
         if op.kind == "mlp":
             op.units = count_units(op, plan)
