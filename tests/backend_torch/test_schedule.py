@@ -183,8 +183,8 @@ def test_the_full_machine_schedules_into_45_layers_at_min():
     binary values its min residual is narrower than Qwen3.5-2B's
     (docs/schedule.md, "Figures"); all one-hot it is almost three times wider.  min weighs
     heads against units (a DeltaNet head costs each residual dim 642 weights, an MLP unit 3):
-    the layers get the fewest heads that hold the plan, layer 0's 13 scratch heads, where the
-    fewest units a layer would need 28 (2.27 G weights in the layers instead of 1.43 G)."""
+    the layers get the fewest heads that hold the plan, layer 0's 13 scratch heads, where
+    taking the fewest units first needed 28 (2.27 G weights in the layers, now 1.43 G)."""
     schedule = compile_spec("specs/qwengpu.hdl", "min", encoding="binary").schedule
     target = schedule.target
     assert schedule.layers_used == NUM_LAYERS
