@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import platform
 import sys
 import time
@@ -75,9 +74,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         prompt = build_prompt(launch, protocol, machine)
         input_ids = torch.tensor([prompt] * args.batch, device=model.device)
-        config = json.loads((path / "config.json").read_text())
-        shape = (f"{config['hidden_size']} x {config['intermediate_size']} x "
-                 f"{config['linear_num_value_heads']}")
+        config = model.config
+        shape = (f"{config.hidden_size} x {config.intermediate_size} x "
+                 f"{config.linear_num_value_heads}")
         parameters = sum(p.numel() for p in model.parameters())
         size = sum(p.numel() * p.element_size() for p in model.parameters())
         prefill = time_generate(model, input_ids, 1)
