@@ -13,7 +13,9 @@
 # BUDGET_S seconds in all (default 560); no corpus batch starts after 60% of what is left.
 # Logs go to LOG_DIR (default out/corpus-gpu). RESULTS=FILE appends a JSON line per kernel
 # to FILE and skips the kernels FILE records as passed on this very checkpoint (corpus_on_model
-# --results/--resume), so several short device sessions can share out the corpus.
+# --results/--resume), so several short device sessions can share out the corpus; with it the
+# batch still running 45 s before the end pauses (--pause-at) and the next session goes on
+# from the ids its launches wrote.
 # Needs ~24 GB of GPU memory.
 set -o pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +43,7 @@ timeout "$(left)" python3 bench/bench_launch.py --model "$MODEL" --device "$DEVI
     --kernels serial_mad,pair_ops,warp_ops 2>&1 \
     | grep -v '^\[transformers\]' | tee "$LOG_DIR/bench.log" || status=1
 echo "== corpus ($SECONDS s)"
+[ -n "${RESULTS:-}" ] && RESUME+=(--pause-at $(( $(left) > 60 ? $(left) - 45 : 15 )))
 timeout "$(left)" python3 bench/corpus_on_model.py --model "$MODEL" --device "$DEVICE" \
     --batch "$BATCH" --max-records "$MAX_RECORDS" --budget $(( (BUDGET_S - SECONDS) * 6 / 10 )) \
     "${RESUME[@]}" 2>&1 | grep -v '^\[transformers\]' | tee "$LOG_DIR/corpus.log" || status=1

@@ -4,6 +4,7 @@
     python bench/corpus_on_model.py --model DIR --kernels vector_add,unseen/gcd --batch 2
     python bench/corpus_on_model.py --model DIR --max-records 120 --budget 540 --device cuda
     python bench/corpus_on_model.py --model DIR --results corpus.jsonl --resume   # go on
+    python bench/corpus_on_model.py --model DIR --results corpus.jsonl --resume --pause-at 9000
 
 Kernels run shortest first (by the interpreter's record count), in batches of `--batch` launches
 (one `generate()` a batch, a row a launch: docs/trace.md, "Several launches at once"), with the
@@ -19,7 +20,13 @@ The corpus takes longer than one sitting on a CPU (hours of tokens), so a run ca
 over several: `--results FILE` appends a JSON line per kernel run (its verdict, records,
 tokens, seconds and the checkpoint's fingerprint: the SHA-256 of its weights, config and
 protocol), and `--resume` skips the kernels FILE already records as passed on a checkpoint
-with the same fingerprint (a recompiled machine with other weights starts again).
+with the same fingerprint (a recompiled machine with other weights starts again).  Some
+launches alone take longer than a sitting (fib_limit: 58,000 tokens): `--pause-at SECONDS`
+stops the batch still running then, and writes each unfinished launch's line with the ids
+its model wrote so far (verdict "unfinished"); `--resume` goes on from them (checked again,
+then given after the prompt as a chunked prefill: docs/trace.md, "A launch over several
+sittings").  The line of a launch that ends says how many of its tokens earlier sittings
+wrote (`resumed_tokens`).
 """
 
 from __future__ import annotations
@@ -63,19 +70,25 @@ def fingerprint(model: Path) -> str:
     return digest.hexdigest()
 
 
-def passed_before(results: Path, checkpoint: str) -> set[str]:
-    """The kernels `results` records as passed on the checkpoint with this fingerprint."""
+def results_before(results: Path, checkpoint: str) -> tuple[set[str], dict[str, list[int]]]:
+    """What `results` records on the checkpoint with this fingerprint: the kernels that
+    passed, and the ids so far of those whose latest line is unfinished."""
+    passed, unfinished = set(), {}
     if not results.exists():
-        return set()
-    passed = set()
+        return passed, unfinished
     for number, text in enumerate(results.read_text().splitlines(), 1):
         try:
             line = json.loads(text) if text.strip() else {}
         except json.JSONDecodeError as error:
             raise SystemExit(f"{results}:{number}:{error.colno}: not a JSON line: {error.msg}")
-        if line.get("checkpoint") == checkpoint and line.get("verdict") == "ok":
+        if line.get("checkpoint") != checkpoint:
+            continue
+        unfinished.pop(line["kernel"], None)
+        if line.get("verdict") == "ok":
             passed.add(line["kernel"])
-    return passed
+        elif line.get("verdict") == "unfinished":
+            unfinished[line["kernel"]] = line["ids"]
+    return passed, unfinished
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,23 +107,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="append a JSON line per kernel run to FILE")
     parser.add_argument("--resume", action="store_true",
                         help="skip the kernels --results FILE records as passed on this "
-                             "checkpoint")
+                             "checkpoint, go on with the unfinished ones")
+    parser.add_argument("--pause-at", type=float, default=None, metavar="SECONDS",
+                        help="stop the batch running at this many seconds and write its "
+                             "unfinished launches to --results, for --resume")
     args = parser.parse_args(argv)
     if args.resume and args.results is None:
         parser.error("--resume needs --results FILE")
+    if args.pause_at is not None and args.results is None:
+        parser.error("--pause-at needs --results FILE (where the unfinished launches go)")
 
+    from qwengpu.backend_torch.protocol import TraceProtocol
     from qwengpu.errors import UserError
     from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
     from qwengpu.runtime.machine_file import checkpoint_machine
-    from qwengpu.runtime.model_backend import load_checkpoint, run_launches_model
+    from qwengpu.runtime.model_backend import Unfinished, load_checkpoint, run_launches_model
 
     started = time.perf_counter()
     machine = checkpoint_machine(args.model)
+    tokens_per_record = TraceProtocol.load(args.model).tokens_per_record
     checkpoint = fingerprint(args.model) if args.results else None
-    done = passed_before(args.results, checkpoint) if args.resume else set()
+    done, earlier = results_before(args.results, checkpoint) if args.resume else (set(), {})
     names = args.kernels.split(",") if args.kernels else sorted(
         str(path.parent.relative_to(EXAMPLES)) for path in EXAMPLES.rglob("launch.json"))
-    runnable = []                                # (records, name, launch, expected)
+    runnable = []                      # (records left, name, launch, expected, earlier ids)
     failures = 0
     for name in names:
         if name in done:
@@ -132,52 +152,76 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_records is not None and records > args.max_records:
             print(f"{name:<22} left out: {records} records > --max-records")
             continue
-        runnable.append((records, name, launch, expected))
+        ids = earlier.get(name, [])
+        if ids:
+            print(f"{name:<22} goes on after the {len(ids)} tokens of an earlier sitting")
+        left = records - len(ids) // tokens_per_record
+        runnable.append((left, name, launch, expected, ids))
     runnable.sort(key=lambda entry: entry[0])
     loaded = load_checkpoint(args.model, args.device)
     print(f"machine: {platform.machine()}, model device: {loaded[0].device}; "
           f"{len(runnable)} kernels in batches of {args.batch}", flush=True)
-    passed = tokens_in_all = 0
+    passed = tokens_in_all = paused = 0
     for first in range(0, len(runnable), args.batch):
-        if args.budget is not None and time.perf_counter() - started > args.budget:
+        spent = time.perf_counter() - started
+        if any(limit is not None and spent > limit for limit in (args.budget, args.pause_at)):
             print(f"budget spent: {len(runnable) - first} kernels not run")
             break
         batch = runnable[first:first + args.batch]
         where = {"checkpoint": checkpoint, "machine": platform.machine(),
                  "device": str(loaded[0].device), "batch": len(batch)}
-        outcomes = run_launches_model([entry[2] for entry in batch], args.model, check=True,
-                                      progress=False, machine=machine, loaded=loaded)
-        for (records, name, _, expected), outcome in zip(batch, outcomes):
+        outcomes = run_launches_model(
+            [entry[2] for entry in batch], args.model, check=True, progress=False,
+            machine=machine, loaded=loaded, resume_ids=[entry[4] for entry in batch],
+            pause_seconds=None if args.pause_at is None else args.pause_at - spent)
+        for (_, name, _, expected, ids), outcome in zip(batch, outcomes):
             if isinstance(outcome, UserError):
                 failures += 1
                 print(f"{name:<22} FAILED: {outcome.message}")
                 record_result(args.results, where, name, outcome.message)
                 continue
+            if isinstance(outcome, Unfinished):
+                paused += 1
+                tokens_in_all += outcome.tokens - len(ids)
+                record_result(args.results, where, name, "unfinished", outcome, ids)
+                print(f"{name:<22} unfinished at {outcome.records} records, {outcome.tokens} "
+                      f"tokens (--resume goes on); batch of {len(batch)}: "
+                      f"{outcome.seconds:.1f} s", flush=True)
+                continue
             result = verdict(outcome, expected)
-            record_result(args.results, where, name, result, outcome)
+            record_result(args.results, where, name, result, outcome, ids)
             failures += result != "ok"
             passed += result == "ok"
-            tokens_in_all += outcome.tokens
+            tokens_in_all += outcome.tokens - len(ids)
+            earlier = f", {len(ids)} of them earlier" if ids else ""
             print(f"{name:<22} {result if result == 'ok' else 'FAILED: ' + result:<6} "
                   f"{len(outcome.records):>5} records {outcome.tokens:>6} tokens "
-                  f"(prompt {outcome.prompt_tokens}); batch of {len(batch)}: "
+                  f"(prompt {outcome.prompt_tokens}{earlier}); batch of {len(batch)}: "
                   f"{outcome.seconds:.1f} s", flush=True)
     seconds = time.perf_counter() - started
-    print(f"{passed} passed, {failures} failed; {tokens_in_all} trace tokens in {seconds:.0f} s "
-          f"in all ({tokens_in_all / seconds:.1f} tokens/s)")
+    unfinished = f", {paused} unfinished" if paused else ""
+    print(f"{passed} passed, {failures} failed{unfinished}; {tokens_in_all} trace tokens in "
+          f"{seconds:.0f} s in all ({tokens_in_all / seconds:.1f} tokens/s)")
     return 1 if failures else 0
 
 
 def record_result(results: Path | None, where: dict, name: str, verdict_: str,
-                  outcome=None) -> None:
+                  outcome=None, earlier_ids: list[int] = ()) -> None:
     """Append one kernel's outcome to `--results` (nothing without it); `where` names the
-    checkpoint's fingerprint, the machine, the device and the batch size."""
+    checkpoint's fingerprint, the machine, the device and the batch size.  An unfinished
+    launch's line carries its ids so far; a resumed one's says how many earlier sittings
+    wrote."""
     if results is None:
         return
     line = {"kernel": name, "verdict": verdict_, **where}
-    if outcome is not None:
+    if verdict_ == "unfinished":
+        line.update(records=outcome.records, tokens=outcome.tokens,
+                    batch_seconds=round(outcome.seconds, 1), ids=outcome.ids)
+    elif outcome is not None:
         line.update(records=len(outcome.records), tokens=outcome.tokens,
                     prompt_tokens=outcome.prompt_tokens, batch_seconds=round(outcome.seconds, 1))
+        if earlier_ids:
+            line["resumed_tokens"] = len(earlier_ids)
     with open(results, "a") as file:
         file.write(json.dumps(line) + "\n")
 

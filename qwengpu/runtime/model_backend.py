@@ -18,6 +18,12 @@ generates is ever replaced or corrected.
 runs several launches as one batch of `generate` (left-padded prompts, a row a launch,
 docs/trace.md "Several launches at once"); each row is decoded and checked on its own, and
 a row that fails ends alone.
+
+A long launch can be spread over sittings (docs/trace.md, "A launch over several
+sittings"): `pause_seconds` stops the batch after that long, and a row still running comes
+back as `Unfinished` with the ids the model wrote so far; `resume_ids` goes on from them.
+The earlier ids are decoded and checked again first, then they follow the prompt as one
+chunked prefill (`generate(prefill_chunk_size=...)`), and the model writes the rest.
 """
 
 from __future__ import annotations
@@ -152,6 +158,18 @@ class LockstepChecker:
                             expected, got)
 
 
+class Unfinished:
+    """A launch that `pause_seconds` stopped before its <eos>: the ids the model wrote after
+    its prompt so far (the earlier sittings' included), to pass back as `resume_ids`."""
+
+    def __init__(self, ids: list[int], records: int, seconds: float):
+        self.ids, self.records, self.seconds = ids, records, seconds
+
+    @property
+    def tokens(self) -> int:
+        return len(self.ids)
+
+
 class _Progress:
     """Records and tokens/s on a terminal (rich); silent when stderr is not a tty."""
 
@@ -190,6 +208,7 @@ class _Row:
         self.checker = LockstepChecker(launch, protocol, machine) if check else None
         self.max_records = max_records
         self.error: UserError | None = None
+        self.ids: list[int] = []                 # what the model wrote after the prompt
 
     @property
     def done(self) -> bool:
@@ -197,6 +216,7 @@ class _Row:
 
     def feed(self, token_id: int) -> None:
         """Watch one id the model chose for this launch; the first problem ends the row."""
+        self.ids.append(token_id)
         try:
             if self.checker is not None:
                 self.checker.feed(token_id)
@@ -235,26 +255,30 @@ def _streamer(rows: list[_Row], progress: _Progress):
     return TraceStreamer()
 
 
-def _stop_finished_rows(rows: list[_Row]):
+def _stop_finished_rows(rows: list[_Row], deadline: float | None = None):
     """A stopping criterion: a row is finished once it ended, failed its check, or hit
-    `max_records`; generate stops when every row is."""
+    `max_records`; generate stops when every row is, or at `deadline` (perf_counter)."""
     import torch
     from transformers.generation.stopping_criteria import StoppingCriteria
 
     class RowsDone(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
-            return torch.tensor([row.done for row in rows], dtype=torch.bool,
+            paused = deadline is not None and time.perf_counter() >= deadline
+            return torch.tensor([paused or row.done for row in rows], dtype=torch.bool,
                                 device=input_ids.device)
 
     return RowsDone()
 
 
 def generate_greedy(model, protocol: TraceProtocol, prompts: list[list[int]],
-                    max_records: int, streamer=None, stopping_criteria=None) -> list[list[int]]:
+                    max_records: int, streamer=None, stopping_criteria=None,
+                    prefill_chunk_size: int | None = None) -> list[list[int]]:
     """The ids `model.generate` picks greedily after each prompt, until <eos> or
     `max_records` records (the prompts left off).  Several prompts run as one batch,
     left-padded with `<pad>` under an attention mask of 0 (docs/trace.md, "Several launches
-    at once"); each row's ids end at its <eos> (the padding after it is dropped)."""
+    at once"); each row's ids end at its <eos> (the padding after it is dropped).
+    `prefill_chunk_size` has generate take the prompts in chunks of that many tokens (long
+    prompts: a launch resumed from its earlier ids)."""
     import torch
 
     width = max(len(prompt) for prompt in prompts)
@@ -264,6 +288,8 @@ def generate_greedy(model, protocol: TraceProtocol, prompts: list[list[int]],
                                    for prompt in prompts], dtype=torch.long,
                                   device=model.device)
     extra = {} if stopping_criteria is None else {"stopping_criteria": [stopping_criteria]}
+    if prefill_chunk_size is not None:
+        extra["prefill_chunk_size"] = prefill_chunk_size
     with torch.inference_mode():
         output = model.generate(input_ids, attention_mask=attention_mask,
                                 do_sample=False, num_beams=1, use_cache=True,
@@ -280,25 +306,45 @@ def generate_greedy(model, protocol: TraceProtocol, prompts: list[list[int]],
 def run_launches_model(launches: list[Launch], model_dir: str | Path,
                        max_records: int = DEFAULT_MAX_RECORDS, check: bool = False,
                        progress: bool | None = None, device: str | None = None,
-                       machine=None, loaded=None) -> list[DecodedLaunch | UserError]:
+                       machine=None, loaded=None, resume_ids: list[list[int]] | None = None,
+                       pause_seconds: float | None = None, prefill_chunk_size: int = 1024,
+                       ) -> list[DecodedLaunch | Unfinished | UserError]:
     """Run several launches on a compiled checkpoint as one batch of `generate` (one row a
     launch).  Each entry of the answer is the launch's outcome, or the error that ended its
     row (a `DecodeError`, a `CheckMismatch`, a `LaunchError` for `max_records`); the other
     rows run on.  `seconds` is the whole batch's time.  `loaded` reuses the (model,
-    protocol) pair `load_checkpoint` gave."""
+    protocol) pair `load_checkpoint` gave.
+
+    `pause_seconds` stops generating after that many seconds: a row still running then is
+    `Unfinished` (its ids so far).  `resume_ids[i]` are ids an earlier sitting's model wrote
+    for launch i (its `Unfinished.ids`): they are decoded and checked again, then given after
+    the prompt in prefill chunks of `prefill_chunk_size` tokens, and generation goes on."""
     model, protocol = loaded or load_checkpoint(model_dir, device)
     rows = [_Row(launch, protocol, machine, check, max_records) for launch in launches]
+    for row, earlier in zip(rows, resume_ids or []):
+        for token_id in earlier:
+            if not row.done:
+                row.feed(token_id)
+    running = [row for row in rows if not row.done]
     display = _Progress(sys.stderr.isatty() if progress is None else progress)
     started = time.perf_counter()
+    deadline = None if pause_seconds is None else started + pause_seconds
     try:
-        generate_greedy(model, protocol, [row.prompt for row in rows], max_records,
-                        streamer=_streamer(rows, display),
-                        stopping_criteria=_stop_finished_rows(rows))
+        if running:
+            generate_greedy(model, protocol, [row.prompt + row.ids for row in running],
+                            max_records, streamer=_streamer(running, display),
+                            stopping_criteria=_stop_finished_rows(running, deadline),
+                            prefill_chunk_size=prefill_chunk_size if any(
+                                row.ids for row in running) else None)
     finally:
         display.close()
     seconds = time.perf_counter() - started
-    outcomes: list[DecodedLaunch | UserError] = []
+    paused = deadline is not None and time.perf_counter() >= deadline
+    outcomes: list[DecodedLaunch | Unfinished | UserError] = []
     for row in rows:
+        if paused and not row.done:
+            outcomes.append(Unfinished(row.ids, len(row.decoder.records), seconds))
+            continue
         if row.error is None:
             try:
                 records = row.decoder.finish()

@@ -34,6 +34,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))
 import make_expected  # noqa: E402  (examples/make_expected.py: each example's own model)
+from _int32 import to_signed  # noqa: E402  (examples/_int32.py: words as int32)
 KERNELS = os.environ.get("QWENGPU_REDUCED_KERNELS", "serial_mad").split(",")
 
 
@@ -87,3 +88,30 @@ def test_a_batch_of_launches_inside_the_model(reduced_model, tmp_path, capsys):
     assert [result["launch"] for result in results] == paths
     assert [result["buffers"] for result in results] == expected
     assert len({result["prompt_tokens"] for result in results}) == 3
+
+
+@pytest.mark.slow
+def test_a_launch_paused_and_resumed_inside_the_model(reduced_model):
+    """A launch over two sittings: paused at once, the model has written its first token
+    (`Unfinished`); resumed from the first 5 records and 7 tokens of the trace (given after
+    the prompt in prefill chunks of 256 tokens), the model writes the rest exactly, checked
+    in lockstep, and the buffers are the example's expected.json."""
+    from qwengpu.backend_torch.protocol import TraceProtocol
+    from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
+    from qwengpu.runtime.machine_file import checkpoint_machine
+    from qwengpu.runtime.model_backend import Unfinished, run_launches_model
+
+    machine = checkpoint_machine(reduced_model)
+    protocol = TraceProtocol.load(reduced_model)
+    launch = load_launch(EXAMPLES / "serial_mad" / "launch.json", machine_limits(machine))
+    trace = protocol.encode_records(run_launch_sim(launch, machine=machine).records)
+    first, = run_launches_model([launch], reduced_model, check=True, progress=False,
+                                machine=machine, pause_seconds=0)
+    assert isinstance(first, Unfinished) and first.ids == trace[:1]
+    earlier = trace[:5 * protocol.tokens_per_record + 7]
+    done, = run_launches_model([launch], reduced_model, check=True, progress=False,
+                               machine=machine, resume_ids=[earlier], prefill_chunk_size=256)
+    expected = json.loads((EXAMPLES / "serial_mad" / "expected.json").read_text())
+    assert done.trap_error() is None and done.tokens == len(trace)      # <eos> included
+    assert {name: [to_signed(word) for word in words] for name, words in
+            done.buffers.items()} == expected["buffers"]

@@ -131,6 +131,24 @@ def test_a_batch_reports_each_launch(random_checkpoint, capsys):
     assert err.count(f"{saxpy}: error: position") == 1, err
 
 
+def test_a_resumed_launch_is_checked_again_then_goes_on(random_checkpoint, protocol):
+    """`resume_ids`: the earlier sitting's ids are decoded and checked first (a wrong one
+    ends its row at its own record), then they follow the prompt as a chunked prefill (three
+    chunks of 512 for a left-padded batch of two) and the model goes on after them: the
+    random model's first token is judged as record 3's."""
+    from qwengpu.runtime.model_backend import run_launches_model
+
+    launch = launch_of(VECTOR_ADD_DIR)
+    earlier = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records[:3])
+    wrong = list(earlier)
+    wrong[protocol.tokens_per_record + 1] = earlier[1] ^ 1       # record 1's second token
+    outcomes = run_launches_model([launch, launch], random_checkpoint, check=True,
+                                  progress=False, resume_ids=[earlier, wrong],
+                                  prefill_chunk_size=512)
+    assert all(isinstance(outcome, CheckMismatch) for outcome in outcomes), outcomes
+    assert [outcome.record for outcome in outcomes] == [3, 1]
+
+
 def test_several_launches_on_the_interpreter(capsys):
     saxpy = VECTOR_ADD.parents[1] / "saxpy_int" / "launch.json"
     singles = [run_cli(capsys, ["run", str(path)])[1] for path in (VECTOR_ADD, saxpy)]
@@ -204,6 +222,57 @@ def test_the_corpus_script_goes_on_from_its_results(random_checkpoint, tmp_path,
     results.write_text("{not json\n")
     with pytest.raises(SystemExit, match=r"corpus.jsonl:1:2: not a JSON line"):
         corpus.main(["--model", str(random_checkpoint), "--results", str(results), "--resume"])
+
+
+def test_the_corpus_script_goes_on_with_unfinished_launches(random_checkpoint, tmp_path,
+                                                           capsys, protocol):
+    """An unfinished line (--pause-at) hands its ids to the next --resume, which checks them
+    again and goes on after them (the random model fails at record 2, after the two records
+    given); the failure is the kernel's latest line, so the next run starts it afresh."""
+    corpus = bench_script("corpus_on_model")
+    results = tmp_path / "corpus.jsonl"
+    here = corpus.fingerprint(random_checkpoint)
+    ids = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records[:2])
+    results.write_text(json.dumps({"kernel": "vector_add", "verdict": "unfinished",
+                                   "checkpoint": here, "ids": ids}) + "\n")
+    capsys.readouterr()
+    code = corpus.main(["--model", str(random_checkpoint), "--kernels", "vector_add",
+                        "--results", str(results), "--resume"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"vector_add             goes on after the {len(ids)} tokens of an earlier sitting" \
+        in out
+    assert "FAILED: --check: record 2" in out, out
+    assert corpus.results_before(results, here) == (set(), {})
+
+
+def test_the_corpus_script_writes_unfinished_launches(random_checkpoint, tmp_path, capsys,
+                                                      monkeypatch):
+    """--pause-at: a launch the pause stopped is written as an unfinished line with its ids
+    (the model backend is replaced here by one that pauses at once: this checks the
+    script's bookkeeping, not a model)."""
+    from qwengpu.runtime import model_backend
+
+    def paused(launches, *args, resume_ids, pause_seconds, **kwargs):
+        assert pause_seconds <= 60
+        return [model_backend.Unfinished(list(ids) + [7, 8], 0, 0.5) for ids in resume_ids]
+
+    monkeypatch.setattr(model_backend, "run_launches_model", paused)
+    corpus = bench_script("corpus_on_model")
+    results = tmp_path / "corpus.jsonl"
+    capsys.readouterr()
+    code = corpus.main(["--model", str(random_checkpoint), "--kernels", "vector_add",
+                        "--results", str(results), "--pause-at", "60"])
+    out = capsys.readouterr().out
+    assert code == 0 and "vector_add             unfinished at 0 records, 2 tokens" in out
+    assert "0 passed, 0 failed, 1 unfinished" in out
+    line = json.loads(results.read_text())
+    assert (line["verdict"], line["ids"]) == ("unfinished", [7, 8])
+    here = corpus.fingerprint(random_checkpoint)
+    assert corpus.results_before(results, here) == (set(), {"vector_add": [7, 8]})
+    with pytest.raises(SystemExit):
+        corpus.main(["--model", str(random_checkpoint), "--pause-at", "60"])
+    assert "--pause-at needs --results FILE" in capsys.readouterr().err
 
 
 def test_the_step_benchmark_times_checkpoints_side_by_side(random_checkpoint, tmp_path,
