@@ -193,10 +193,10 @@ def main(argv: list[str] | None = None) -> int:
             failures += result != "ok"
             passed += result == "ok"
             tokens_in_all += outcome.tokens - len(ids)
-            earlier = f", {len(ids)} of them earlier" if ids else ""
+            resumed = f", {len(ids)} of them earlier" if ids else ""
             print(f"{name:<22} {result if result == 'ok' else 'FAILED: ' + result:<6} "
                   f"{len(outcome.records):>5} records {outcome.tokens:>6} tokens "
-                  f"(prompt {outcome.prompt_tokens}{earlier}); batch of {len(batch)}: "
+                  f"(prompt {outcome.prompt_tokens}{resumed}); batch of {len(batch)}: "
                   f"{outcome.seconds:.1f} s", flush=True)
     seconds = time.perf_counter() - started
     unfinished = f", {paused} unfinished" if paused else ""

@@ -136,15 +136,21 @@ def test_a_resumed_launch_is_checked_again_then_goes_on(random_checkpoint, proto
     ends its row at its own record), then they follow the prompt as a chunked prefill (three
     chunks of 512 for a left-padded batch of two) and the model goes on after them: the
     random model's first token is judged as record 3's."""
-    from qwengpu.runtime.model_backend import run_launches_model
+    from qwengpu.runtime.model_backend import load_checkpoint, run_launches_model
 
+    model, checkpoint_protocol = load_checkpoint(random_checkpoint, "cpu")
+    generate, asked = model.generate, []
+    model.generate = lambda *args, **kwargs: asked.append(kwargs) or generate(*args, **kwargs)
     launch = launch_of(VECTOR_ADD_DIR)
-    earlier = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records[:3])
+    # three whole records (encode_records ends a trace with <eos>: left off)
+    earlier = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)[
+        :3 * protocol.tokens_per_record]
     wrong = list(earlier)
     wrong[protocol.tokens_per_record + 1] = earlier[1] ^ 1       # record 1's second token
     outcomes = run_launches_model([launch, launch], random_checkpoint, check=True,
                                   progress=False, resume_ids=[earlier, wrong],
-                                  prefill_chunk_size=512)
+                                  prefill_chunk_size=512, loaded=(model, checkpoint_protocol))
+    assert [kwargs["prefill_chunk_size"] for kwargs in asked] == [512]   # only row 0 ran
     assert all(isinstance(outcome, CheckMismatch) for outcome in outcomes), outcomes
     assert [outcome.record for outcome in outcomes] == [3, 1]
 
@@ -232,7 +238,8 @@ def test_the_corpus_script_goes_on_with_unfinished_launches(random_checkpoint, t
     corpus = bench_script("corpus_on_model")
     results = tmp_path / "corpus.jsonl"
     here = corpus.fingerprint(random_checkpoint)
-    ids = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records[:2])
+    ids = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)[
+        :2 * protocol.tokens_per_record]                 # two records, no <eos>
     results.write_text(json.dumps({"kernel": "vector_add", "verdict": "unfinished",
                                    "checkpoint": here, "ids": ids}) + "\n")
     capsys.readouterr()
