@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                 record_result(args.results, where, name, "unfinished", outcome, ids)
                 print(f"{name:<22} unfinished at {outcome.records} records, {outcome.tokens} "
                       f"tokens (--resume goes on); batch of {len(batch)}: "
-                      f"{outcome.seconds:.1f} s", flush=True)
+                      f"{outcome.seconds:.1f} s{first_token_note(outcome)}", flush=True)
                 continue
             result = verdict(outcome, expected)
             record_result(args.results, where, name, result, outcome, ids)
@@ -197,12 +197,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<22} {result if result == 'ok' else 'FAILED: ' + result:<6} "
                   f"{len(outcome.records):>5} records {outcome.tokens:>6} tokens "
                   f"(prompt {outcome.prompt_tokens}{resumed}); batch of {len(batch)}: "
-                  f"{outcome.seconds:.1f} s", flush=True)
+                  f"{outcome.seconds:.1f} s{first_token_note(outcome)}", flush=True)
     seconds = time.perf_counter() - started
     unfinished = f", {paused} unfinished" if paused else ""
     print(f"{passed} passed, {failures} failed{unfinished}; {tokens_in_all} trace tokens in "
           f"{seconds:.0f} s in all ({tokens_in_all / seconds:.1f} tokens/s)")
     return 1 if failures else 0
+
+
+def first_token_note(outcome) -> str:
+    """How long the batch took to its first new id (the prefill: prompts and earlier ids)."""
+    if outcome.first_token_seconds is None:
+        return ""
+    return f" (first new token after {outcome.first_token_seconds:.1f} s)"
 
 
 def record_result(results: Path | None, where: dict, name: str, verdict_: str,
@@ -217,9 +224,13 @@ def record_result(results: Path | None, where: dict, name: str, verdict_: str,
     if verdict_ == "unfinished":
         line.update(records=outcome.records, tokens=outcome.tokens,
                     batch_seconds=round(outcome.seconds, 1), ids=outcome.ids)
+        if outcome.first_token_seconds is not None:
+            line["first_token_seconds"] = round(outcome.first_token_seconds, 1)
     elif outcome is not None:
         line.update(records=len(outcome.records), tokens=outcome.tokens,
                     prompt_tokens=outcome.prompt_tokens, batch_seconds=round(outcome.seconds, 1))
+        if outcome.first_token_seconds is not None:
+            line["first_token_seconds"] = round(outcome.first_token_seconds, 1)
         if earlier_ids:
             line["resumed_tokens"] = len(earlier_ids)
     with open(results, "a") as file:

@@ -145,11 +145,13 @@ def split_prompt(ids: list[int], protocol: TraceProtocol) -> tuple[list[int], li
 class DecodedLaunch(LaunchResult):
     """A launch's outcome read from its trace; `tokens` counts the trace tokens (eos
     included, the prompt not), `prompt_tokens` the prompt's; when a model produced them,
-    `seconds` the generation time (JSON: both, after `tokens`)."""
+    `seconds` the generation time (JSON: both, after `tokens`) and `first_token_seconds`
+    the part of it before the first id after the prompt (the prefill; not in the JSON)."""
 
     tokens: int = 0
     prompt_tokens: int = 0
     seconds: float | None = None
+    first_token_seconds: float | None = None
 
     def as_json(self) -> dict:
         data = super().as_json()

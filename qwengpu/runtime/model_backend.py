@@ -160,10 +160,13 @@ class LockstepChecker:
 
 class Unfinished:
     """A launch that `pause_seconds` stopped before its <eos>: the ids the model wrote after
-    its prompt so far (the earlier sittings' included), to pass back as `resume_ids`."""
+    its prompt so far (the earlier sittings' included), to pass back as `resume_ids`;
+    `first_token_seconds` is the part of `seconds` before the first new id (the prefill)."""
 
-    def __init__(self, ids: list[int], records: int, seconds: float):
+    def __init__(self, ids: list[int], records: int, seconds: float,
+                 first_token_seconds: float | None = None):
         self.ids, self.records, self.seconds = ids, records, seconds
+        self.first_token_seconds = first_token_seconds
 
     @property
     def tokens(self) -> int:
@@ -185,6 +188,7 @@ class _Progress:
             self.task = self.bar.add_task("prefill")
             self.bar.start()
         self.start = time.perf_counter()
+        self.first_token_at: float | None = None     # when generate's first new id came
 
     def update(self, records: int, tokens: int) -> None:
         if self.bar is not None:
@@ -243,6 +247,8 @@ def _streamer(rows: list[_Row], progress: _Progress):
                 self.prompt_seen = True
                 progress.start = time.perf_counter()
                 return
+            if progress.first_token_at is None:
+                progress.first_token_at = time.perf_counter()
             for row, token_id in zip(rows, value.reshape(-1).tolist()):
                 if not row.done:
                     row.feed(token_id)
@@ -339,11 +345,12 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
     finally:
         display.close()
     seconds = time.perf_counter() - started
+    first_token = None if display.first_token_at is None else display.first_token_at - started
     paused = deadline is not None and time.perf_counter() >= deadline
     outcomes: list[DecodedLaunch | Unfinished | UserError] = []
     for row in rows:
         if paused and not row.done:
-            outcomes.append(Unfinished(row.ids, len(row.decoder.records), seconds))
+            outcomes.append(Unfinished(row.ids, len(row.decoder.records), seconds, first_token))
             continue
         if row.error is None:
             try:
@@ -355,6 +362,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
             continue
         result = launch_outcome(row.launch, records, tokens=row.decoder.tokens)
         result.prompt_tokens, result.seconds = len(row.prompt), seconds
+        result.first_token_seconds = first_token
         outcomes.append(result)
     return outcomes
 

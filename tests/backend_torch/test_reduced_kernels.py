@@ -108,10 +108,12 @@ def test_a_launch_paused_and_resumed_inside_the_model(reduced_model):
     first, = run_launches_model([launch], reduced_model, check=True, progress=False,
                                 machine=machine, pause_seconds=0)
     assert isinstance(first, Unfinished) and first.ids == trace[:1]
+    assert 0 < first.first_token_seconds <= first.seconds          # the prefill's share
     earlier = trace[:5 * protocol.tokens_per_record + 7]
     done, = run_launches_model([launch], reduced_model, check=True, progress=False,
                                machine=machine, resume_ids=[earlier], prefill_chunk_size=256)
     expected = json.loads((EXAMPLES / "serial_mad" / "expected.json").read_text())
     assert done.trap_error() is None and done.tokens == len(trace)      # <eos> included
+    assert 0 < done.first_token_seconds < done.seconds
     assert {name: [to_signed(word) for word in words] for name, words in
             done.buffers.items()} == expected["buffers"]

@@ -262,7 +262,8 @@ def test_the_corpus_script_writes_unfinished_launches(random_checkpoint, tmp_pat
 
     def paused(launches, *args, resume_ids, pause_seconds, **kwargs):
         assert pause_seconds <= 60
-        return [model_backend.Unfinished(list(ids) + [7, 8], 0, 0.5) for ids in resume_ids]
+        return [model_backend.Unfinished(list(ids) + [7, 8], 0, 0.5, 0.3)
+                for ids in resume_ids]
 
     monkeypatch.setattr(model_backend, "run_launches_model", paused)
     corpus = bench_script("corpus_on_model")
@@ -272,9 +273,11 @@ def test_the_corpus_script_writes_unfinished_launches(random_checkpoint, tmp_pat
                         "--results", str(results), "--pause-at", "60"])
     out = capsys.readouterr().out
     assert code == 0 and "vector_add             unfinished at 0 records, 2 tokens" in out
+    assert "0.5 s (first new token after 0.3 s)" in out, out
     assert "0 passed, 0 failed, 1 unfinished" in out
     line = json.loads(results.read_text())
-    assert (line["verdict"], line["ids"]) == ("unfinished", [7, 8])
+    assert (line["verdict"], line["ids"], line["first_token_seconds"]) == \
+        ("unfinished", [7, 8], 0.3)
     here = corpus.fingerprint(random_checkpoint)
     assert corpus.results_before(results, here) == (set(), {"vector_add": [7, 8]})
     with pytest.raises(SystemExit):
