@@ -13,8 +13,10 @@ trace to its `<eos>` and its buffers (or its trap) equal its expected.json, whic
 independent model.py wrote. Kernels whose expected.json is an error are refused by the loader
 before any model runs (reported, not run); kernels that do not fit the checkpoint's machine
 are skipped. `--max-records N` leaves out kernels longer than N records; after `--budget`
-seconds no new batch starts. It prints a line per kernel as its batch ends (records, tokens,
-the batch's seconds and tokens/s) and a summary; the exit status is 1 when a kernel failed.
+seconds no new batch starts. While a batch runs it writes a progress line to stderr every
+`--progress-every` seconds (each row's records so far, the new tokens/s); it prints a line per
+kernel as its batch ends (records, tokens, the batch's seconds, when its first new token
+came) and a summary; the exit status is 1 when a kernel failed.
 
 The corpus takes longer than one sitting on a CPU (hours of tokens), so a run can be spread
 over several: `--results FILE` appends a JSON line per kernel run (its verdict, records,
@@ -111,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause-at", type=float, default=None, metavar="SECONDS",
                         help="stop the batch running at this many seconds and write its "
                              "unfinished launches to --results, for --resume")
+    parser.add_argument("--progress-every", type=float, default=600, metavar="SECONDS",
+                        help="a progress line (each row's records, tokens/s) to stderr this "
+                             "often while a batch runs (default 600; 0: none)")
     args = parser.parse_args(argv)
     if args.resume and args.results is None:
         parser.error("--resume needs --results FILE")
@@ -173,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         outcomes = run_launches_model(
             [entry[2] for entry in batch], args.model, check=True, progress=False,
             machine=machine, loaded=loaded, resume_ids=[entry[4] for entry in batch],
-            pause_seconds=None if args.pause_at is None else args.pause_at - spent)
+            pause_seconds=None if args.pause_at is None else args.pause_at - spent,
+            progress_every=args.progress_every or None)
         for (_, name, _, expected, ids), outcome in zip(batch, outcomes):
             if isinstance(outcome, UserError):
                 failures += 1

@@ -174,10 +174,12 @@ class Unfinished:
 
 
 class _Progress:
-    """Records and tokens/s on a terminal (rich); silent when stderr is not a tty."""
+    """Records and tokens/s on a terminal (rich bar), and with `every` a plain line to stderr
+    every `every` seconds (long runs in a log): the seconds so far, each row's records and
+    the new tokens/s (the prompts' and earlier sittings' ids not counted)."""
 
-    def __init__(self, enabled: bool):
-        self.bar = None
+    def __init__(self, enabled: bool, every: float | None = None):
+        self.bar, self.every = None, every
         if enabled:
             from rich.console import Console
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -187,14 +189,31 @@ class _Progress:
                                 transient=True)
             self.task = self.bar.add_task("prefill")
             self.bar.start()
-        self.start = time.perf_counter()
+        self.start = self.last_line = time.perf_counter()
+        self.tokens_before = 0                       # the earlier sittings' ids
         self.first_token_at: float | None = None     # when generate's first new id came
 
-    def update(self, records: int, tokens: int) -> None:
+    def prompts_given(self, tokens_before: int) -> None:
+        """generate has the prompts: the clock for tokens/s starts."""
+        self.start = self.last_line = time.perf_counter()
+        self.tokens_before = tokens_before
+
+    def update(self, records_per_row: list[int], tokens: int) -> None:
+        now = time.perf_counter()
+        if self.first_token_at is None:
+            self.first_token_at = now
+        if self.bar is None and self.every is None:
+            return
+        rate = (tokens - self.tokens_before) / max(now - self.start, 1e-9)
+        records = sum(records_per_row)
         if self.bar is not None:
-            rate = tokens / max(time.perf_counter() - self.start, 1e-9)
             self.bar.update(self.task, description=f"{records} records, {tokens} tokens, "
                                                    f"{rate:.1f} tokens/s")
+        if self.every is not None and now - self.last_line >= self.every:
+            self.last_line = now
+            rows = " ".join(str(count) for count in records_per_row)
+            print(f"  {now - self.start:.0f} s: {records} records (a row: {rows}), "
+                  f"{tokens} tokens, {rate:.1f} new tokens/s", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -245,15 +264,13 @@ def _streamer(rows: list[_Row], progress: _Progress):
         def put(self, value) -> None:
             if not self.prompt_seen:
                 self.prompt_seen = True
-                progress.start = time.perf_counter()
+                progress.prompts_given(sum(len(row.ids) for row in rows))
                 return
-            if progress.first_token_at is None:
-                progress.first_token_at = time.perf_counter()
             for row, token_id in zip(rows, value.reshape(-1).tolist()):
                 if not row.done:
                     row.feed(token_id)
-            progress.update(sum(len(row.decoder.records) for row in rows),
-                            sum(row.decoder.tokens for row in rows))
+            progress.update([len(row.decoder.records) for row in rows],
+                            sum(len(row.ids) for row in rows))
 
         def end(self) -> None:
             pass
@@ -314,6 +331,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
                        progress: bool | None = None, device: str | None = None,
                        machine=None, loaded=None, resume_ids: list[list[int]] | None = None,
                        pause_seconds: float | None = None, prefill_chunk_size: int = 1024,
+                       progress_every: float | None = None,
                        ) -> list[DecodedLaunch | Unfinished | UserError]:
     """Run several launches on a compiled checkpoint as one batch of `generate` (one row a
     launch).  Each entry of the answer is the launch's outcome, or the error that ended its
@@ -324,7 +342,8 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
     `pause_seconds` stops generating after that many seconds: a row still running then is
     `Unfinished` (its ids so far).  `resume_ids[i]` are ids an earlier sitting's model wrote
     for launch i (its `Unfinished.ids`): they are decoded and checked again, then given after
-    the prompt in prefill chunks of `prefill_chunk_size` tokens, and generation goes on."""
+    the prompt in prefill chunks of `prefill_chunk_size` tokens, and generation goes on.
+    `progress_every` writes a progress line to stderr that often (seconds), terminal or not."""
     model, protocol = loaded or load_checkpoint(model_dir, device)
     rows = [_Row(launch, protocol, machine, check, max_records) for launch in launches]
     for row, earlier in zip(rows, resume_ids or []):
@@ -332,7 +351,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
             if not row.done:
                 row.feed(token_id)
     running = [row for row in rows if not row.done]
-    display = _Progress(sys.stderr.isatty() if progress is None else progress)
+    display = _Progress(sys.stderr.isatty() if progress is None else progress, progress_every)
     started = time.perf_counter()
     deadline = None if pause_seconds is None else started + pause_seconds
     try:

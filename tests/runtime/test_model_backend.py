@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import json
+import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -131,11 +133,12 @@ def test_a_batch_reports_each_launch(random_checkpoint, capsys):
     assert err.count(f"{saxpy}: error: position") == 1, err
 
 
-def test_a_resumed_launch_is_checked_again_then_goes_on(random_checkpoint, protocol):
+def test_a_resumed_launch_is_checked_again_then_goes_on(random_checkpoint, protocol, capsys):
     """`resume_ids`: the earlier sitting's ids are decoded and checked first (a wrong one
     ends its row at its own record), then they follow the prompt as a chunked prefill (three
     chunks of 512 for a left-padded batch of two) and the model goes on after them: the
-    random model's first token is judged as record 3's."""
+    random model's first token is judged as record 3's.  The progress line (every step
+    here) counts the earlier records and ids."""
     from qwengpu.runtime.model_backend import load_checkpoint, run_launches_model
 
     model, checkpoint_protocol = load_checkpoint(random_checkpoint, "cpu")
@@ -149,10 +152,31 @@ def test_a_resumed_launch_is_checked_again_then_goes_on(random_checkpoint, proto
     wrong[protocol.tokens_per_record + 1] = earlier[1] ^ 1       # record 1's second token
     outcomes = run_launches_model([launch, launch], random_checkpoint, check=True,
                                   progress=False, resume_ids=[earlier, wrong],
-                                  prefill_chunk_size=512, loaded=(model, checkpoint_protocol))
+                                  prefill_chunk_size=512, loaded=(model, checkpoint_protocol),
+                                  progress_every=0)
     assert [kwargs["prefill_chunk_size"] for kwargs in asked] == [512]   # only row 0 ran
+    line = [line for line in capsys.readouterr().err.splitlines()
+            if "new tokens/s" in line][0]       # the first step's (transformers warns there too)
+    assert re.fullmatch(rf"  \d+ s: 3 records \(a row: 3\), {len(earlier) + 1} tokens, "
+                        r"[\d.]+ new tokens/s", line), line
     assert all(isinstance(outcome, CheckMismatch) for outcome in outcomes), outcomes
     assert [outcome.record for outcome in outcomes] == [3, 1]
+
+
+def test_progress_lines_count_only_new_tokens_in_the_rate(capsys, monkeypatch):
+    """A line each `every` seconds: the seconds since generate had the prompts, each row's
+    records, all ids, and the rate of the ids written since (not the earlier sittings')."""
+    from qwengpu.runtime import model_backend
+
+    clock = iter([100.0, 110.0, 111.0, 130.0])
+    monkeypatch.setattr(model_backend, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    progress = model_backend._Progress(False, every=15)
+    progress.prompts_given(tokens_before=40)                    # t = 110
+    progress.update([3, 2], 45)                                 # t = 111: too soon
+    progress.update([3, 4], 80)                                 # t = 130
+    assert capsys.readouterr().err == \
+        "  20 s: 7 records (a row: 3 4), 80 tokens, 2.0 new tokens/s\n"
+    assert progress.first_token_at == 111.0
 
 
 def test_several_launches_on_the_interpreter(capsys):
