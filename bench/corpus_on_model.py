@@ -230,15 +230,13 @@ def record_result(results: Path | None, where: dict, name: str, verdict_: str,
     if verdict_ == "unfinished":
         line.update(records=outcome.records, tokens=outcome.tokens,
                     batch_seconds=round(outcome.seconds, 1), ids=outcome.ids)
-        if outcome.first_token_seconds is not None:
-            line["first_token_seconds"] = round(outcome.first_token_seconds, 1)
     elif outcome is not None:
         line.update(records=len(outcome.records), tokens=outcome.tokens,
                     prompt_tokens=outcome.prompt_tokens, batch_seconds=round(outcome.seconds, 1))
-        if outcome.first_token_seconds is not None:
-            line["first_token_seconds"] = round(outcome.first_token_seconds, 1)
         if earlier_ids:
             line["resumed_tokens"] = len(earlier_ids)
+    if outcome is not None and outcome.first_token_seconds is not None:
+        line["first_token_seconds"] = round(outcome.first_token_seconds, 1)
     with open(results, "a") as file:
         file.write(json.dumps(line) + "\n")
 
