@@ -4,12 +4,14 @@
 #
 #     bench/corpus_on_gpu.sh [LOG_DIR]
 #
-# 1. `hdlc compile specs/qwengpu.hdl --target qwen3.5-2b` (fp32, 2.6 G parameters, 10.5 GB);
+# 1. `hdlc compile specs/qwengpu.hdl --target TARGET` (default qwen3.5-2b: fp32, 2.6 G
+#    parameters, 10.5 GB), unless QWENGPU_MODEL names a directory that holds a checkpoint;
 # 2. bench/bench_launch.py --batch on three short kernels beside the interpreter, with the
-#    checkpoint's nonzeros per layer;
-# 3. bench/corpus_on_model.py: the example kernels of at most MAX_RECORDS records (default
-#    140), shortest first, BATCH launches a generate() call (default 16), the interpreter in
-#    lockstep and the buffers against expected.json.
+#    checkpoint's nonzeros per layer (BENCH=0 leaves it out);
+# 3. bench/corpus_on_model.py: the example kernels (KERNELS, comma-separated: default all)
+#    of at most MAX_RECORDS records (default 140; MAX_RECORDS= for no limit), shortest first,
+#    BATCH launches a generate() call (default 16), the interpreter in lockstep and the
+#    buffers against expected.json.
 # BUDGET_S seconds in all (default 560); no corpus batch starts after 60% of what is left.
 # Logs go to LOG_DIR (default out/corpus-gpu). RESULTS=FILE appends a JSON line per kernel
 # to FILE and skips the kernels FILE records as passed on this very checkpoint (corpus_on_model
@@ -23,8 +25,12 @@ LOG_DIR=${1:-out/corpus-gpu}
 DEVICE=${QWENGPU_DEVICE:-cuda}
 MODEL=${QWENGPU_MODEL:-out/qwengpu-2b}
 BUDGET_S=${BUDGET_S:-560}
+TARGET=${TARGET:-qwen3.5-2b}
 BATCH=${BATCH:-16}
-MAX_RECORDS=${MAX_RECORDS:-140}
+MAX_RECORDS=${MAX_RECORDS-140}
+CHOICE=()
+[ -n "$MAX_RECORDS" ] && CHOICE+=(--max-records "$MAX_RECORDS")
+[ -n "${KERNELS:-}" ] && CHOICE+=(--kernels "$KERNELS")
 RESUME=()
 [ -n "${RESULTS:-}" ] && RESUME=(--results "$RESULTS" --resume)
 export PYTHONUNBUFFERED=1
@@ -35,17 +41,19 @@ python3 -c 'import torch, transformers; print("torch", torch.__version__, "trans
 
 status=0
 if [ ! -f "$MODEL/model.safetensors" ]; then
-    timeout "$(left)" python3 -m qwengpu.cli compile specs/qwengpu.hdl --target qwen3.5-2b \
+    timeout "$(left)" python3 -m qwengpu.cli compile specs/qwengpu.hdl --target "$TARGET" \
         -o "$MODEL" 2>&1 | tail -n 3 | tee "$LOG_DIR/compile.log" || exit 1
 fi
-echo "== bench ($SECONDS s)"
-timeout "$(left)" python3 bench/bench_launch.py --model "$MODEL" --device "$DEVICE" --batch \
-    --kernels serial_mad,pair_ops,warp_ops 2>&1 \
-    | grep -v '^\[transformers\]' | tee "$LOG_DIR/bench.log" || status=1
+if [ "${BENCH:-1}" != 0 ]; then
+    echo "== bench ($SECONDS s)"
+    timeout "$(left)" python3 bench/bench_launch.py --model "$MODEL" --device "$DEVICE" --batch \
+        --kernels serial_mad,pair_ops,warp_ops 2>&1 \
+        | grep -v '^\[transformers\]' | tee "$LOG_DIR/bench.log" || status=1
+fi
 echo "== corpus ($SECONDS s)"
 [ -n "${RESULTS:-}" ] && RESUME+=(--pause-at $(( $(left) > 60 ? $(left) - 45 : 15 )))
 timeout "$(left)" python3 bench/corpus_on_model.py --model "$MODEL" --device "$DEVICE" \
-    --batch "$BATCH" --max-records "$MAX_RECORDS" --budget $(( (BUDGET_S - SECONDS) * 6 / 10 )) \
+    --batch "$BATCH" "${CHOICE[@]}" --budget $(( (BUDGET_S - SECONDS) * 6 / 10 )) \
     "${RESUME[@]}" 2>&1 | grep -v '^\[transformers\]' | tee "$LOG_DIR/corpus.log" || status=1
 echo "== done ($SECONDS s), status $status"
 exit $status
