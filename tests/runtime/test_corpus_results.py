@@ -2,8 +2,8 @@
 agree with the interpreter and say what docs/trace.md claims: every runnable example of the
 corpus, the unseen ones included, passed on the latest checkpoint, each `ok` line with as
 many records (and tokens) as the interpreter's run of that launch, and the ids of each
-`unfinished` line an `ok` line went on from decode to the interpreter's first records.  The model wrote those lines; this test only reads them (no
-model is loaded)."""
+`unfinished` line an `ok` line went on from decode to the interpreter's first records.  The
+model wrote those lines; this test only reads them (no model is loaded)."""
 
 from __future__ import annotations
 
