@@ -15,7 +15,8 @@ all).
 
 `test_a_batch_of_launches_inside_the_model` runs several launches of `serial_mad` on seeded
 random inputs as one batch (`hdlc run A B C`: one `generate`, left-padded prompts of
-different lengths), each row checked in lockstep and against the example's own model.py."""
+different lengths), each row checked in lockstep and against the example's own model.py;
+`test_two_runs_write_the_same_ids` generates one launch twice and compares the ids."""
 
 from __future__ import annotations
 
@@ -117,3 +118,24 @@ def test_a_launch_paused_and_resumed_inside_the_model(reduced_model):
     assert 0 < done.first_token_seconds < done.seconds
     assert {name: [to_signed(word) for word in words] for name, words in
             done.buffers.items()} == expected["buffers"]
+
+
+@pytest.mark.slow
+def test_two_runs_write_the_same_ids(reduced_model):
+    """Two runs of a launch give identical traces: serial_mad's prompt, generated from twice
+    with stock `generate()` (separate calls, a fresh cache each), gives the same ids both
+    times, and they are the interpreter's records encoded, then <eos>."""
+    from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
+    from qwengpu.runtime.machine_file import checkpoint_machine
+    from qwengpu.runtime.model_backend import generate_greedy, load_checkpoint
+    from qwengpu.runtime.prompt import build_prompt
+
+    machine = checkpoint_machine(reduced_model)
+    model, protocol = load_checkpoint(reduced_model)
+    launch = load_launch(EXAMPLES / "serial_mad" / "launch.json", machine_limits(machine))
+    trace = protocol.encode_records(run_launch_sim(launch, machine=machine).records)
+    prompt = build_prompt(launch, protocol, machine)
+    records = len(trace) // protocol.tokens_per_record + 1
+    first, = generate_greedy(model, protocol, [prompt], records)
+    second, = generate_greedy(model, protocol, [prompt], records)
+    assert first == second == trace                    # encode_records ends with <eos>
