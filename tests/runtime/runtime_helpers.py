@@ -44,6 +44,16 @@ def sim_result(example: Path):
     return run_launch_sim(launch_of(example))
 
 
+def bench_script(name: str):
+    """bench/NAME.py as a module (the bench scripts are not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def expected_of(example: Path) -> dict:
     return json.loads((example / "expected.json").read_text())
 

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from runtime_helpers import VECTOR_ADD, launch_of, sim_result
+from runtime_helpers import VECTOR_ADD, bench_script, launch_of, sim_result
 from qwengpu.cli import main
 from qwengpu.runtime.model_backend import CheckMismatch, LockstepChecker
 
@@ -201,18 +201,6 @@ def test_checkpoint_eos_must_match_the_protocol(random_checkpoint, tmp_path, cap
     code, _, err = run_cli(capsys, ["run", str(VECTOR_ADD), "--backend", "model", "--model",
                                     str(copy)])
     assert code == 1 and "eos_token_id is 7" in err, err
-
-
-def bench_script(name: str):
-    """bench/NAME.py as a module (the bench scripts are not a package)."""
-    import importlib.util
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_corpus_script_reports_every_kernel(random_checkpoint, capsys):
