@@ -3,7 +3,8 @@
     python bench/bench_launch.py                        # interpreter only
     python bench/bench_launch.py --model DIR            # and the compiled checkpoint in DIR
     python bench/bench_launch.py --model DIR --kernels vector_add,saxpy_int --device cuda
-    python bench/bench_launch.py --model DIR --batch    # the kernels as one generate() batch
+    python bench/bench_launch.py --model DIR --batch    # the kernels as one batch
+    python bench/bench_launch.py --model DIR --engine transformers   # stock generate()
 
 For each kernel it prints records, tokens per record, records/s and thread-instructions/s (a
 thread-instruction is one active lane of one record) for both backends, run one after the
@@ -70,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, help="a checkpoint written by hdlc compile")
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS))
-    parser.add_argument("--device", default=None, help="torch device for the model (cpu, cuda)")
+    parser.add_argument("--device", default=None, help="torch device for --engine "
+                                                        "transformers (cpu, cuda)")
+    parser.add_argument("--engine", default="sparse", choices=("sparse", "transformers"),
+                        help="what runs the model (default: the sparse engine)")
     parser.add_argument("--repeats", type=int, default=20, help="interpreter repetitions")
     parser.add_argument("--batch", action="store_true",
                         help="run the kernels on the model as one batch (a row each)")
@@ -84,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     # the machine the checkpoint was compiled from (or the default one), for both backends
     machine = checkpoint_machine(args.model) if args.model else load_machine()
 
+    where = "cpu" if args.engine == "sparse" else _device_name(args.device)
     print(f"machine: {platform.machine()} {platform.processor() or ''} python "
-          f"{platform.python_version()}; model device: {_device_name(args.device)}")
+          f"{platform.python_version()}; model: {args.engine} engine on {where}")
     header = (f"{'kernel':<16} {'backend':<12} {'records':>8} {'tok/rec':>8} {'records/s':>11} "
               f"{'thread-instr/s':>15} {'seconds':>9}  same")
     print(header)
@@ -99,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.model:
         from qwengpu.runtime.model_backend import load_checkpoint, run_launches_model
 
-        loaded = load_checkpoint(args.model, args.device)
+        loaded = load_checkpoint(args.model, args.device, args.engine)
     if args.model and args.batch:
         outcomes = run_launches_model(launches, args.model, check=True, progress=False,
                                       machine=machine, loaded=loaded)

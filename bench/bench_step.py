@@ -5,7 +5,8 @@
 
 For each checkpoint, loaded one after the other in this process (only one is in memory at a
 time), it builds the launch prompt of `--kernel` (default examples/serial_mad) for the
-checkpoint's own machine, then times stock `generate()` twice on `--batch` copies of it:
+checkpoint's own machine, then times stock `generate()` (transformers; bench_engine.py sets
+the sparse engine beside it) twice on `--batch` copies of it:
 one new token (the prefill) and `1 + --steps` new tokens; the difference over `--steps` is
 a decode step. It prints the checkpoint's shape, parameters and bytes, the prefill and step
 times, tokens a second over the batch, and each step time as a ratio to the first
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             machine = checkpoint_machine(path)
             launch = load_launch(ROOT / "examples" / args.kernel / "launch.json",
                                  machine_limits(machine))
-            model, protocol = load_checkpoint(path, args.device)
+            model, protocol = load_checkpoint(path, args.device, "transformers")
         except UserError as error:
             print(f"{directory}: {error.message}", file=sys.stderr)
             return 1

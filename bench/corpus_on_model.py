@@ -7,8 +7,9 @@
     python bench/corpus_on_model.py --model DIR --results corpus.jsonl --resume --pause-at 9000
 
 Kernels run shortest first (by the interpreter's record count), in batches of `--batch` launches
-(one `generate()` a batch, a row a launch: docs/trace.md, "Several launches at once"), with the
-interpreter in lockstep (`--check`). A kernel passes when the model wrote the interpreter's
+(a row a launch: docs/trace.md, "Several launches at once"), on the sparse engine
+(`--engine transformers`: stock `generate()`, one call a batch), with the interpreter in
+lockstep (`--check`). A kernel passes when the model wrote the interpreter's
 trace to its `<eos>` and its buffers (or its trap) equal its expected.json, which its
 independent model.py wrote. Kernels whose expected.json is an error are refused by the loader
 before any model runs (reported, not run); kernels that do not fit the checkpoint's machine
@@ -94,6 +95,8 @@ def results_before(results: Path, checkpoint: str) -> tuple[set[str], dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
+    from qwengpu.runtime.model_backend import DEFAULT_ENGINE, ENGINES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True,
                         help="a QwenGPU checkpoint written by hdlc compile")
@@ -104,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out kernels of more than N records")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="start no new batch after this many seconds")
-    parser.add_argument("--device", default=None, help="torch device (cpu, cuda)")
+    parser.add_argument("--device", default=None, help="torch device (cpu, cuda) of "
+                                                        "--engine transformers")
+    parser.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
+                        help="what runs the checkpoint (default: the sparse engine)")
     parser.add_argument("--results", type=Path, default=None, metavar="FILE",
                         help="append a JSON line per kernel run to FILE")
     parser.add_argument("--resume", action="store_true",
@@ -126,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     from qwengpu.errors import UserError
     from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
     from qwengpu.runtime.machine_file import checkpoint_machine
-    from qwengpu.runtime.model_backend import Unfinished, load_checkpoint, run_launches_model
+    from qwengpu.runtime.model_backend import Unfinished, load_checkpoint, model_device, \
+        run_launches_model
 
     started = time.perf_counter()
     machine = checkpoint_machine(args.model)
@@ -163,8 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         left = records - len(ids) // tokens_per_record
         runnable.append((left, name, launch, expected, ids))
     runnable.sort(key=lambda entry: entry[0])
-    loaded = load_checkpoint(args.model, args.device)
-    print(f"machine: {platform.machine()}, model device: {loaded[0].device}; "
+    loaded = load_checkpoint(args.model, args.device, args.engine)
+    device = model_device(loaded[0])
+    print(f"machine: {platform.machine()}, engine: {args.engine} on {device}; "
           f"{len(runnable)} kernels in batches of {args.batch}", flush=True)
     passed = tokens_in_all = paused = 0
     for first in range(0, len(runnable), args.batch):
@@ -174,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         batch = runnable[first:first + args.batch]
         where = {"checkpoint": checkpoint, "machine": platform.machine(),
-                 "device": str(loaded[0].device), "batch": len(batch)}
+                 "engine": args.engine, "device": device, "batch": len(batch)}
         outcomes = run_launches_model(
             [entry[2] for entry in batch], args.model, check=True, progress=False,
             machine=machine, loaded=loaded, resume_ids=[entry[4] for entry in batch],

@@ -62,7 +62,7 @@ def _run_model(launches: list[Launch], machine: Machine, args: argparse.Namespac
     from qwengpu.runtime.model_backend import run_launches_model
 
     outcomes = run_launches_model(launches, args.model, max_records=args.max_records,
-                                  check=args.check, machine=machine)
+                                  check=args.check, machine=machine, engine=args.engine)
     if len(launches) == 1 and isinstance(outcomes[0], UserError):
         raise outcomes[0]
     return outcomes
@@ -74,6 +74,16 @@ BACKENDS: dict[str, Callable[[list[Launch], Machine, argparse.Namespace],
     "sim": _run_sim,
     "model": _run_model,
 }
+
+
+def add_engine_argument(parser: argparse.ArgumentParser) -> None:
+    """`--engine sparse|transformers`: what runs a checkpoint (qwengpu.runtime.model_backend)."""
+    from qwengpu.runtime.model_backend import DEFAULT_ENGINE, ENGINES
+
+    parser.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
+                        help="what runs the checkpoint: sparse = the project's engine, which "
+                             "multiplies the checkpoint's nonzero tensors (default); "
+                             "transformers = stock transformers generate(), the judge")
 
 
 def add_machine_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,13 +117,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "model = the compiled Qwen3.5 model")
     parser.add_argument("--model", metavar="DIR",
                         help="checkpoint directory (--backend model); its machine is used")
+    add_engine_argument(parser)
     add_machine_arguments(parser)
     parser.add_argument("--check", action="store_true",
                         help="--backend model: step the interpreter in lockstep and stop at "
                              "the first record that differs (record, field, expected, got)")
     parser.add_argument("--json", action="store_true",
                         help='print one JSON object {"buffers", "records", "trap"} on stdout '
-                             '(--backend model adds "tokens" and "seconds")')
+                             '(--backend model adds "engine", "tokens", "prompt_tokens", '
+                             '"seconds" and "prefill_seconds")')
     parser.add_argument("--trace", action="store_true",
                         help="print every record readably (on stderr with --json)")
     parser.add_argument("--listing", action="store_true",

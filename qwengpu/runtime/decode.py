@@ -145,21 +145,26 @@ def split_prompt(ids: list[int], protocol: TraceProtocol) -> tuple[list[int], li
 class DecodedLaunch(LaunchResult):
     """A launch's outcome read from its trace; `tokens` counts the trace tokens (eos
     included, the prompt not), `prompt_tokens` the prompt's; when a model produced them,
-    `seconds` the generation time (JSON: both, after `tokens`) and `first_token_seconds`
-    the part of it before the first id after the prompt (the prefill; not in the JSON)."""
+    `engine` names what ran it, `seconds` is the generation time and `first_token_seconds`
+    the part of it before the first id after the prompt (the prefill) (JSON: all four,
+    after `tokens`; the last as `prefill_seconds`)."""
 
     tokens: int = 0
     prompt_tokens: int = 0
     seconds: float | None = None
     first_token_seconds: float | None = None
+    engine: str | None = None
 
     def as_json(self) -> dict:
         data = super().as_json()
         result = {"buffers": data["buffers"], "records": data["records"],
                   "tokens": self.tokens}
         if self.seconds is not None:
+            result["engine"] = self.engine
             result["prompt_tokens"] = self.prompt_tokens
             result["seconds"] = round(self.seconds, 3)
+            if self.first_token_seconds is not None:
+                result["prefill_seconds"] = round(self.first_token_seconds, 3)
         result["trap"] = data["trap"]
         return result
 

@@ -1,29 +1,37 @@
-"""Running a launch on a compiled checkpoint with stock transformers (`--backend model`).
+"""Running a launch on a compiled checkpoint (`--backend model`), on either engine.
 
     result = run_launch_model(launch, "build/qwengpu", check=True)
     result.buffers, result.records, result.tokens, result.seconds
 
-The checkpoint is loaded with `AutoModelForCausalLM.from_pretrained(DIR)` (no
-`trust_remote_code`), the prompt is built by `qwengpu.runtime.prompt`, and the model runs
-`generate(do_sample=False)` with its cache, token by token, until the checkpoint's
-`eos_token_id`.  The only host code in the loop is a streamer that watches the ids the model
+Two engines run the same checkpoint files (`ENGINES`):
+
+- `sparse` (the default): `qwengpu.engine.SparseEngine`, which multiplies the checkpoint's
+  own nonzero tensors (docs/engine.md), greedy, one token a step for every row;
+- `transformers`: stock `AutoModelForCausalLM.from_pretrained(DIR)` (no
+  `trust_remote_code`) and `generate(do_sample=False)` with its cache: the judge the sparse
+  engine is held to (tests demand the same ids).
+
+The prompt is built by `qwengpu.runtime.prompt`, and the model writes token by token until
+the checkpoint's `eos_token_id`.  The only host code in the loop watches the ids the model
 chose (its own argmax): it decodes them into records as they come (a malformed stream stops
-generation at once with a `DecodeError`), shows progress on a terminal, and with `check`
-steps the reference interpreter in lockstep and stops at the first token that differs from
-the interpreter's record (`CheckMismatch`: record, field, expected, got).  Nothing the model
+that row at once with a `DecodeError`), shows progress on a terminal, and with `check` steps
+the reference interpreter in lockstep and stops at the first token that differs from the
+interpreter's record (`CheckMismatch`: record, field, expected, got).  Nothing the model
 generates is ever replaced or corrected.
 
     results = run_launches_model([launch_a, launch_b], "build/qwengpu", check=True)
 
-runs several launches as one batch of `generate` (left-padded prompts, a row a launch,
-docs/trace.md "Several launches at once"); each row is decoded and checked on its own, and
-a row that fails ends alone.
+runs several launches as one batch (a row a launch; on transformers one `generate` of
+left-padded prompts, docs/trace.md "Several launches at once"; on the sparse engine rows with
+state of their own); each row is decoded and checked on its own, and a row that fails ends
+alone.
 
 A long launch can be spread over sittings (docs/trace.md, "A launch over several
 sittings"): `pause_seconds` stops the batch after that long, and a row still running comes
 back as `Unfinished` with the ids the model wrote so far; `resume_ids` goes on from them.
 The earlier ids are decoded and checked again first, then they follow the prompt as one
-chunked prefill (`generate(prefill_chunk_size=...)`), and the model writes the rest.
+chunked prefill (`generate(prefill_chunk_size=...)`, or the engine's own chunks), and the
+model writes the rest.
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ from pathlib import Path
 
 from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
 from qwengpu.errors import LaunchError, UserError
+
+ENGINES = ("sparse", "transformers")
+DEFAULT_ENGINE = "sparse"
 from qwengpu.runtime.decode import DecodedLaunch, TraceDecoder, launch_outcome
 from qwengpu.runtime.launch import Launch
 from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, new_simulator
@@ -48,15 +59,56 @@ class CheckMismatch(UserError):
         self.record, self.field, self.expected, self.got = record, field, expected, got
 
 
-def load_checkpoint(directory: str | Path, device: str | None = None):
-    """(model, protocol) of a compiled checkpoint directory; clear errors for what is amiss."""
+def load_checkpoint(directory: str | Path, device: str | None = None,
+                    engine: str = DEFAULT_ENGINE):
+    """(model, protocol) of a compiled checkpoint directory; clear errors for what is amiss.
+    The model is a `SparseEngine` (`engine="sparse"`, on the CPU) or a transformers model
+    (`"transformers"`, on `device`, default cuda where there is one)."""
     path = Path(directory)
     if not path.is_dir():
         raise UserError(f"{directory}: no such checkpoint directory")
     if not (path / "config.json").is_file():
         raise UserError(f"{directory}: no config.json, not a checkpoint (hdlc compile writes "
                         "one)")
+    if engine not in ENGINES:
+        raise UserError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     protocol = TraceProtocol.load(path)
+    if engine == "sparse":
+        if device is not None and not str(device).startswith("cpu"):
+            raise UserError(f"the sparse engine runs on the CPU; for {device} use --engine "
+                            "transformers")
+        from qwengpu.engine import SparseEngine
+
+        model = SparseEngine.load(path)
+        eos, vocab = _generation_eos(path, model.weights.eos_token_id), model.weights.vocab_size
+    else:
+        model = _load_transformers(path, directory, device)
+        eos = model.generation_config.eos_token_id
+        if eos is None:
+            eos = model.config.eos_token_id
+        vocab = model.get_output_embeddings().weight.shape[0]
+    if eos != protocol.eos_id and not (isinstance(eos, list) and protocol.eos_id in eos):
+        raise ProtocolError(f"{directory}: the checkpoint's eos_token_id is {eos}, its "
+                            f"protocol.json says <eos> is {protocol.eos_id}")
+    if vocab < protocol.vocab_size:
+        raise ProtocolError(f"{directory}: the model has {vocab} output tokens, its protocol "
+                            f"needs {protocol.vocab_size}")
+    return model, protocol
+
+
+def _generation_eos(path: Path, config_eos):
+    """The eos id generate() would use: generation_config.json's, else config.json's."""
+    import json
+
+    try:
+        generation = json.loads((path / "generation_config.json").read_text())
+    except (OSError, ValueError):
+        return config_eos
+    eos = generation.get("eos_token_id") if isinstance(generation, dict) else None
+    return config_eos if eos is None else eos
+
+
+def _load_transformers(path: Path, directory, device: str | None):
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -72,17 +124,7 @@ def load_checkpoint(directory: str | Path, device: str | None = None):
         raise UserError(f"{directory}: transformers cannot load the checkpoint: {error}") \
             from None
     model.to(device).eval()
-    eos = model.generation_config.eos_token_id
-    if eos is None:
-        eos = model.config.eos_token_id
-    if eos != protocol.eos_id and not (isinstance(eos, list) and protocol.eos_id in eos):
-        raise ProtocolError(f"{directory}: the checkpoint's eos_token_id is {eos}, its "
-                            f"protocol.json says <eos> is {protocol.eos_id}")
-    vocab = model.get_output_embeddings().weight.shape[0]
-    if vocab < protocol.vocab_size:
-        raise ProtocolError(f"{directory}: the model has {vocab} output tokens, its protocol "
-                            f"needs {protocol.vocab_size}")
-    return model, protocol
+    return model
 
 
 class LockstepChecker:
@@ -296,12 +338,17 @@ def _stop_finished_rows(rows: list[_Row], deadline: float | None = None):
 def generate_greedy(model, protocol: TraceProtocol, prompts: list[list[int]],
                     max_records: int, streamer=None, stopping_criteria=None,
                     prefill_chunk_size: int | None = None) -> list[list[int]]:
-    """The ids `model.generate` picks greedily after each prompt, until <eos> or
-    `max_records` records (the prompts left off).  Several prompts run as one batch,
-    left-padded with `<pad>` under an attention mask of 0 (docs/trace.md, "Several launches
-    at once"); each row's ids end at its <eos> (the padding after it is dropped).
-    `prefill_chunk_size` has generate take the prompts in chunks of that many tokens (long
-    prompts: a launch resumed from its earlier ids)."""
+    """The ids the model picks greedily after each prompt, until <eos> or `max_records`
+    records (the prompts left off); each row's ids end at its <eos>.  On transformers,
+    several prompts run as one `generate`, left-padded with `<pad>` under an attention mask
+    of 0 (docs/trace.md, "Several launches at once"), with `streamer` and
+    `stopping_criteria` passed on; `prefill_chunk_size` has it take the prompts in chunks of
+    that many tokens (long prompts: a launch resumed from its earlier ids).  The sparse
+    engine runs every row on its own state."""
+    max_new_tokens = max_records * protocol.tokens_per_record + 1
+    if _is_engine(model):
+        extra = {} if prefill_chunk_size is None else {"prefill_chunk": prefill_chunk_size}
+        return model.generate(prompts, max_new_tokens, protocol.eos_id, **extra)
     import torch
 
     width = max(len(prompt) for prompt in prompts)
@@ -316,7 +363,7 @@ def generate_greedy(model, protocol: TraceProtocol, prompts: list[list[int]],
     with torch.inference_mode():
         output = model.generate(input_ids, attention_mask=attention_mask,
                                 do_sample=False, num_beams=1, use_cache=True,
-                                max_new_tokens=max_records * protocol.tokens_per_record + 1,
+                                max_new_tokens=max_new_tokens,
                                 eos_token_id=protocol.eos_id, pad_token_id=protocol.pad_id,
                                 streamer=streamer, **extra)
     generated = []
@@ -326,15 +373,45 @@ def generate_greedy(model, protocol: TraceProtocol, prompts: list[list[int]],
     return generated
 
 
+def model_device(model) -> str:
+    """Where a loaded model runs: the sparse engine on the CPU, transformers on its device."""
+    return "cpu" if _is_engine(model) else str(model.device)
+
+
+def _is_engine(model) -> bool:
+    from qwengpu.engine import SparseEngine
+
+    return isinstance(model, SparseEngine)
+
+
+def _run_on_engine(engine, rows: list[_Row], display: _Progress, deadline: float | None,
+                   prefill_chunk_size: int) -> None:
+    """Feed each row the ids the sparse engine writes for it, a step at a time, until every
+    row is done or `deadline` (perf_counter) has passed."""
+    session = engine.session([row.prompt + row.ids for row in rows], eos_id=None,
+                             prefill_chunk=prefill_chunk_size)
+    display.prompts_given(sum(len(row.ids) for row in rows))
+    for step in session:
+        for index, token_id in step:
+            row = rows[index]
+            row.feed(token_id)
+            if row.done:
+                session.end(index)
+        display.update([len(row.decoder.records) for row in rows],
+                       sum(len(row.ids) for row in rows))
+        if deadline is not None and time.perf_counter() >= deadline:
+            break
+
+
 def run_launches_model(launches: list[Launch], model_dir: str | Path,
                        max_records: int = DEFAULT_MAX_RECORDS, check: bool = False,
                        progress: bool | None = None, device: str | None = None,
                        machine=None, loaded=None, resume_ids: list[list[int]] | None = None,
                        pause_seconds: float | None = None, prefill_chunk_size: int = 1024,
-                       progress_every: float | None = None,
+                       progress_every: float | None = None, engine: str = DEFAULT_ENGINE,
                        ) -> list[DecodedLaunch | Unfinished | UserError]:
-    """Run several launches on a compiled checkpoint as one batch of `generate` (one row a
-    launch).  Each entry of the answer is the launch's outcome, or the error that ended its
+    """Run several launches on a compiled checkpoint as one batch (one row a launch) on
+    `engine` (`ENGINES`).  Each entry of the answer is the launch's outcome, or the error that ended its
     row (a `DecodeError`, a `CheckMismatch`, a `LaunchError` for `max_records`); the other
     rows run on.  `seconds` is the whole batch's time.  `loaded` reuses the (model,
     protocol) pair `load_checkpoint` gave.
@@ -344,7 +421,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
     for launch i (its `Unfinished.ids`): they are decoded and checked again, then given after
     the prompt in prefill chunks of `prefill_chunk_size` tokens, and generation goes on.
     `progress_every` writes a progress line to stderr that often (seconds), terminal or not."""
-    model, protocol = loaded or load_checkpoint(model_dir, device)
+    model, protocol = loaded or load_checkpoint(model_dir, device, engine)
     rows = [_Row(launch, protocol, machine, check, max_records) for launch in launches]
     for row, earlier in zip(rows, resume_ids or []):
         for token_id in earlier:
@@ -355,7 +432,9 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
     started = time.perf_counter()
     deadline = None if pause_seconds is None else started + pause_seconds
     try:
-        if running:
+        if running and _is_engine(model):
+            _run_on_engine(model, running, display, deadline, prefill_chunk_size)
+        elif running:
             generate_greedy(model, protocol, [row.prompt + row.ids for row in running],
                             max_records, streamer=_streamer(running, display),
                             stopping_criteria=_stop_finished_rows(running, deadline),
@@ -382,17 +461,19 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
         result = launch_outcome(row.launch, records, tokens=row.decoder.tokens)
         result.prompt_tokens, result.seconds = len(row.prompt), seconds
         result.first_token_seconds = first_token
+        result.engine = "sparse" if _is_engine(model) else "transformers"
         outcomes.append(result)
     return outcomes
 
 
 def run_launch_model(launch: Launch, model_dir: str | Path, max_records: int =
                      DEFAULT_MAX_RECORDS, check: bool = False, progress: bool | None = None,
-                     device: str | None = None, machine=None) -> DecodedLaunch:
+                     device: str | None = None, machine=None,
+                     engine: str = DEFAULT_ENGINE) -> DecodedLaunch:
     """Run a launch on a compiled checkpoint (see the module docstring); its first problem
     is raised."""
     outcome, = run_launches_model([launch], model_dir, max_records, check, progress, device,
-                                  machine)
+                                  machine, engine=engine)
     if isinstance(outcome, UserError):
         raise outcome
     return outcome

@@ -133,17 +133,26 @@ def test_a_batch_reports_each_launch(random_checkpoint, capsys):
     assert err.count(f"{saxpy}: error: position") == 1, err
 
 
-def test_a_resumed_launch_is_checked_again_then_goes_on(random_checkpoint, protocol, capsys):
+@pytest.mark.parametrize("engine", ["sparse", "transformers"])
+def test_a_resumed_launch_is_checked_again_then_goes_on(random_checkpoint, protocol, capsys,
+                                                        engine):
     """`resume_ids`: the earlier sitting's ids are decoded and checked first (a wrong one
     ends its row at its own record), then they follow the prompt as a chunked prefill (three
-    chunks of 512 for a left-padded batch of two) and the model goes on after them: the
-    random model's first token is judged as record 3's.  The progress line (every step
-    here) counts the earlier records and ids."""
+    chunks of 512) and the model goes on after them: the random model's first token is
+    judged as record 3's.  The progress line (every step here) counts the earlier records
+    and ids.  On both engines."""
     from qwengpu.runtime.model_backend import load_checkpoint, run_launches_model
 
-    model, checkpoint_protocol = load_checkpoint(random_checkpoint, "cpu")
-    generate, asked = model.generate, []
-    model.generate = lambda *args, **kwargs: asked.append(kwargs) or generate(*args, **kwargs)
+    model, checkpoint_protocol = load_checkpoint(random_checkpoint, "cpu", engine)
+    asked = []
+    if engine == "transformers":
+        generate = model.generate
+        model.generate = lambda *args, **kwargs: asked.append(kwargs) or generate(*args,
+                                                                                   **kwargs)
+    else:
+        session = model.session
+        model.session = lambda prompts, **kwargs: asked.append(
+            {"prefill_chunk_size": kwargs["prefill_chunk"]}) or session(prompts, **kwargs)
     launch = launch_of(VECTOR_ADD_DIR)
     # three whole records (encode_records ends a trace with <eos>: left off)
     earlier = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)[

@@ -1,0 +1,272 @@
+"""The sparse engine: a Qwen3.5 checkpoint's forward pass and greedy decoding, row by row.
+
+    engine = SparseEngine.load("out/qwengpu")
+    for step in engine.session([prompt_a, prompt_b], eos_id=4):   # one token per live row
+        for row, token_id in step: ...                             # session.end(row) drops one
+
+`SparseEngine` runs the decoder of `qwengpu.engine.weights.Weights` on columns (a column is
+one token of one row): embedding, then per layer the zero-centred RMSNorm, the mixer (Gated
+DeltaNet or full attention, `qwengpu.engine.kernels`), the residual add, the RMSNorm, the
+SwiGLU MLP, the residual add; the final norm, `lm_head` and argmax for the columns whose
+next token is wanted.  A prompt is prefilled in chunks (`prefill_chunk` tokens at once
+through the matrices, the recurrences stepped token by token inside the kernels); then every
+live row writes one token a step.  Rows keep separate state (conv windows, DeltaNet memory,
+attention caches, positions from 0), so a row's ids never depend on the other rows.
+
+The engine computes only from the checkpoint's tensors: stock transformers'
+`generate(do_sample=False)` is the judge it is held to (tests demand the same ids).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from qwengpu.engine import kernels
+from qwengpu.engine.weights import AttentionMixer, DeltaNetMixer, Matrix, Mlp, Weights, \
+    read_weights, rotary_tables
+
+DEFAULT_PREFILL_CHUNK = 256
+FLOAT = np.float32
+
+
+def matmul(matrix: Matrix, x: np.ndarray) -> np.ndarray:
+    """matrix @ x for x [columns of matrix, n]."""
+    if matrix.dense is not None:
+        return np.ascontiguousarray(matrix.dense @ x)
+    out = np.empty((matrix.rows, x.shape[1]), dtype=FLOAT)
+    kernels.csr_matmul(matrix.indptr, matrix.indices, matrix.data, x, out)
+    return out
+
+
+def matmul_add(matrix: Matrix, x: np.ndarray, residual: np.ndarray) -> None:
+    """residual += matrix @ x (a sublayer's output into the residual stream)."""
+    if matrix.dense is not None:
+        residual += matrix.dense @ x
+        return
+    kernels.csr_matmul_add(matrix.indptr, matrix.indices, matrix.data, x, residual)
+
+
+def mlp_add(mlp: Mlp, x: np.ndarray, residual: np.ndarray) -> None:
+    """residual += down(silu(gate(x)) * up(x)): one kernel when all three are sparse."""
+    gate, up, down = mlp.gate, mlp.up, mlp.down_by_unit
+    if gate.dense is None and up.dense is None and down.dense is None:
+        kernels.mlp_add(gate.indptr, gate.indices, gate.data, up.indptr, up.indices, up.data,
+                        down.indptr, down.indices, down.data, x, residual)
+        return
+    hidden = matmul(gate, x)
+    kernels.silu_rows(hidden)
+    hidden *= matmul(up, x)
+    if down.dense is not None:
+        residual += down.dense.T @ hidden
+    else:
+        total = np.zeros_like(residual)
+        kernels.csr_scatter_add(down.indptr, down.indices, down.data, hidden, total)
+        residual += total
+
+
+class State:
+    """What each row of a batch carries from token to token."""
+
+    def __init__(self, weights: Weights, rows: int):
+        self.rows = rows
+        self.positions = np.zeros(rows, dtype=np.int64)
+        self.conv: dict[int, np.ndarray] = {}
+        self.memory: dict[int, np.ndarray] = {}
+        self.keys: dict[int, np.ndarray] = {}
+        self.values: dict[int, np.ndarray] = {}
+        self.lengths: dict[int, np.ndarray] = {}
+        for index, layer in enumerate(weights.layers):
+            mixer = layer.mixer
+            if isinstance(mixer, DeltaNetMixer):
+                self.conv[index] = np.zeros((rows, mixer.conv_channels, 3), dtype=FLOAT)
+                self.memory[index] = np.zeros((rows, len(mixer.value_heads),
+                                               mixer.key_head_dim, mixer.value_head_dim),
+                                              dtype=FLOAT)
+            elif isinstance(mixer, AttentionMixer):
+                shape = (rows, len(mixer.kv_heads), 64, mixer.head_dim)
+                self.keys[index] = np.zeros(shape, dtype=FLOAT)
+                self.values[index] = np.zeros(shape, dtype=FLOAT)
+                self.lengths[index] = np.zeros(rows, dtype=np.int64)
+
+    def reserve(self, length: int) -> None:
+        """Room in every attention cache for `length` tokens a row."""
+        for index, keys in self.keys.items():
+            if keys.shape[2] >= length:
+                continue
+            capacity = max(length, 2 * keys.shape[2])
+            for cache in (self.keys, self.values):
+                grown = np.zeros(keys.shape[:2] + (capacity, keys.shape[3]), dtype=FLOAT)
+                grown[:, :, :keys.shape[2]] = cache[index]
+                cache[index] = grown
+
+    @property
+    def nbytes(self) -> int:
+        arrays = [*self.conv.values(), *self.memory.values(), *self.keys.values(),
+                  *self.values.values()]
+        return sum(array.nbytes for array in arrays)
+
+
+class SparseEngine:
+    """A compiled checkpoint's decoder, run from its own tensors (see the module doc)."""
+
+    def __init__(self, weights: Weights):
+        self.weights = weights
+        self._cos = self._sin = np.zeros((0, max(weights.rotary_dims, 2)), dtype=FLOAT)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "SparseEngine":
+        return cls(read_weights(directory))
+
+    def new_state(self, rows: int) -> State:
+        return State(self.weights, rows)
+
+    def _rotary(self, positions: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._cos.shape[0] < positions:
+            count = max(positions, 2 * self._cos.shape[0], 1024)
+            self._cos, self._sin = rotary_tables(self.weights.rope_theta,
+                                                 self.weights.rotary_dims, count)
+        return self._cos, self._sin
+
+    def forward(self, state: State, tokens: Sequence[int], slots: Sequence[int],
+                wanted: Sequence[int], logits: bool = False) -> np.ndarray:
+        """Run one column per (token, slot), in order (a row's columns in time order), and
+        return the greedy next id after each column listed in `wanted` (with `logits`, the
+        logits themselves, [vocab, len(wanted)])."""
+        weights = self.weights
+        tokens = np.asarray(tokens, dtype=np.int64)
+        slots = np.asarray(slots, dtype=np.int64)
+        columns = tokens.shape[0]
+        positions = np.empty(columns, dtype=np.int64)
+        for column, slot in enumerate(slots.tolist()):
+            positions[column] = state.positions[slot]
+            state.positions[slot] += 1
+        x = self._embed(tokens)
+        normed = np.empty_like(x)
+        if state.keys:
+            state.reserve(int(state.positions.max()))
+        for index, layer in enumerate(weights.layers):
+            mixer, mlp = layer.mixer, layer.mlp
+            if mixer is not None:
+                kernels.rms_norm(x, layer.input_scale, FLOAT(weights.eps), normed)
+                projected = matmul(mixer.projection, normed)
+                if isinstance(mixer, DeltaNetMixer):
+                    out = np.empty((len(mixer.value_heads) * mixer.value_head_dim, columns),
+                                   dtype=FLOAT)
+                    kernels.deltanet_columns(
+                        projected, slots, mixer.conv_weight, state.conv[index],
+                        len(mixer.key_heads) * mixer.key_head_dim, len(mixer.value_heads),
+                        mixer.key_of_value_head, mixer.key_head_dim, mixer.value_head_dim,
+                        mixer.neg_a, mixer.dt_bias, mixer.norm_weight, FLOAT(weights.eps),
+                        state.memory[index], out)
+                else:
+                    cos, sin = self._rotary(int(positions.max()) + 1)
+                    out = np.empty((len(mixer.query_heads) * mixer.head_dim, columns),
+                                   dtype=FLOAT)
+                    kernels.attention_columns(
+                        projected, slots, positions, mixer.kv_of_head, len(mixer.kv_heads),
+                        mixer.head_dim, mixer.q_scale, mixer.k_scale, FLOAT(weights.eps),
+                        cos, sin, state.keys[index], state.values[index],
+                        state.lengths[index], out)
+                matmul_add(mixer.out_proj, out, x)
+            if mlp is not None:
+                kernels.rms_norm(x, layer.post_scale, FLOAT(weights.eps), normed)
+                mlp_add(mlp, normed, x)
+        chosen = np.ascontiguousarray(x[:, np.asarray(wanted, dtype=np.int64)])
+        final = np.empty_like(chosen)
+        kernels.rms_norm(chosen, weights.final_scale, FLOAT(weights.eps), final)
+        scores = matmul(weights.lm_head, final)
+        if logits:
+            return scores
+        ids = np.empty(chosen.shape[1], dtype=np.int64)
+        kernels.argmax_columns(scores, ids)
+        return ids
+
+    def _embed(self, tokens: np.ndarray) -> np.ndarray:
+        embed = self.weights.embed
+        if embed.dense is not None:
+            return np.ascontiguousarray(embed.dense[tokens].T)
+        x = np.zeros((embed.columns, tokens.shape[0]), dtype=FLOAT)
+        for column, token in enumerate(tokens.tolist()):
+            start, stop = embed.indptr[token], embed.indptr[token + 1]
+            x[embed.indices[start:stop], column] = embed.data[start:stop]
+        return x
+
+    def session(self, prompts: Sequence[Sequence[int]], eos_id: int | None = None,
+                prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
+                on_prefill: Callable[[int, int], None] | None = None) -> "Session":
+        return Session(self, prompts, eos_id, prefill_chunk, on_prefill)
+
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int,
+                 eos_id: int | None = None, prefill_chunk: int = DEFAULT_PREFILL_CHUNK
+                 ) -> list[list[int]]:
+        """The ids greedy decoding writes after each prompt: up to `max_new_tokens`, ending
+        with `eos_id` where the row writes it."""
+        session = self.session(prompts, eos_id, prefill_chunk)
+        written: list[list[int]] = [[] for _ in prompts]
+        for step in session:
+            for row, token_id in step:
+                written[row].append(token_id)
+                if len(written[row]) >= max_new_tokens:
+                    session.end(row)
+        return written
+
+
+class Session:
+    """Greedy decoding of several prompts (rows): iterate to get each step's (row, id)
+    pairs, one per live row.  A row ends after it writes `eos_id`, or when `end(row)` is
+    called.  `prefill_seconds` is the time the prompts took."""
+
+    def __init__(self, engine: SparseEngine, prompts: Sequence[Sequence[int]],
+                 eos_id: int | None, prefill_chunk: int,
+                 on_prefill: Callable[[int, int], None] | None):
+        if any(len(prompt) == 0 for prompt in prompts):
+            raise ValueError("every prompt needs at least one token")
+        self.engine, self.eos_id = engine, eos_id
+        self.prompts = [list(prompt) for prompt in prompts]
+        self.prefill_chunk = max(1, prefill_chunk)
+        self.on_prefill = on_prefill
+        self.state = engine.new_state(len(prompts))
+        self.live = list(range(len(prompts)))
+        self.prefill_seconds: float | None = None
+        self.steps = 0
+
+    def end(self, row: int) -> None:
+        if row in self.live:
+            self.live.remove(row)
+
+    def _prefill(self) -> dict[int, int]:
+        started = time.perf_counter()
+        total = sum(len(prompt) for prompt in self.prompts)
+        done = 0
+        following: dict[int, int] = {}
+        for row, prompt in enumerate(self.prompts):
+            for start in range(0, len(prompt), self.prefill_chunk):
+                piece = prompt[start:start + self.prefill_chunk]
+                ids = self.engine.forward(self.state, piece, [row] * len(piece),
+                                          [len(piece) - 1])
+                done += len(piece)
+                if self.on_prefill is not None:
+                    self.on_prefill(done, total)
+            following[row] = int(ids[0])
+        self.prefill_seconds = time.perf_counter() - started
+        return following
+
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        following = self._prefill()
+        while self.live:
+            step = [(row, following[row]) for row in self.live]
+            self.steps += 1
+            yield step
+            for row, token_id in step:
+                if token_id == self.eos_id:
+                    self.end(row)
+            if not self.live:
+                return
+            rows = list(self.live)
+            ids = self.engine.forward(self.state, [following[row] for row in rows], rows,
+                                      list(range(len(rows))))
+            following = dict(zip(rows, ids.tolist()))

@@ -1,0 +1,417 @@
+"""The engine's arithmetic: Qwen3.5's decoder pieces as compiled loops (numba), in float32.
+
+Every function here does what the named piece of transformers' `modeling_qwen3_5.py` does,
+in the same order of operations, on activations laid out as `[dim, columns]` (a column is
+one token of one row; the last axis is contiguous, so a weight is loaded once and applied to
+every column).  Sparse matrices are CSR (`indptr`, `indices`, `data`) holding only nonzero
+weights: a term whose weight is exactly zero adds exactly zero, so leaving it out changes
+nothing.  The delta rule and the attention read the recurrent state only through the
+nonzero entries of a key or query, for the same reason.  Sums are taken left to right
+(no reassociation, no fused multiply-add), so results are the same on every machine; they
+may differ from stock transformers' blocked sums in the last bit, which the compiled
+gadgets' margins absorb (tests hold the chosen ids identical).
+
+The functions compile on first use and are cached on disk (`cache=True`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def csr_matmul(indptr, indices, data, x, out):
+    """out[r, :] = sum_k data[k] * x[indices[k], :] over row r's nonzeros."""
+    columns = x.shape[1]
+    for row in range(out.shape[0]):
+        start, stop = indptr[row], indptr[row + 1]
+        if columns == 1:
+            total = np.float32(0.0)
+            for k in range(start, stop):
+                total += data[k] * x[indices[k], 0]
+            out[row, 0] = total
+            continue
+        target = out[row]
+        target[:] = 0.0
+        for k in range(start, stop):
+            weight = data[k]
+            source = x[indices[k]]
+            for column in range(columns):
+                target[column] += weight * source[column]
+
+
+@njit(cache=True)
+def csr_matmul_add(indptr, indices, data, x, residual):
+    """residual[r, :] += (sum_k data[k] * x[indices[k], :]): a sublayer's output added to
+    the residual stream (`h + mlp(...)`), the sum taken first."""
+    columns = x.shape[1]
+    total = np.zeros(columns, dtype=np.float32)
+    for row in range(residual.shape[0]):
+        start, stop = indptr[row], indptr[row + 1]
+        if start == stop:
+            continue                       # h + 0 == h
+        total[:] = 0.0
+        for k in range(start, stop):
+            weight = data[k]
+            source = x[indices[k]]
+            for column in range(columns):
+                total[column] += weight * source[column]
+        for column in range(columns):
+            residual[row, column] += total[column]
+
+
+@njit(cache=True)
+def rms_norm(x, scale, eps, out):
+    """Qwen3_5RMSNorm: out = x * rsqrt(mean(x^2) + eps) * scale, scale = 1 + weight."""
+    dims, columns = x.shape
+    if columns == 1:
+        _rms_norm_column(x[:, 0], scale, eps, out[:, 0])
+        return
+    squares = np.zeros(columns, dtype=np.float32)
+    for d in range(dims):
+        for column in range(columns):
+            squares[column] += x[d, column] * x[d, column]
+    inverse = np.empty(columns, dtype=np.float32)
+    for column in range(columns):
+        inverse[column] = np.float32(1.0) / math.sqrt(squares[column] / np.float32(dims) + eps)
+    for d in range(dims):
+        weight = scale[d]
+        for column in range(columns):
+            out[d, column] = (x[d, column] * inverse[column]) * weight
+
+
+@njit(cache=True)
+def _rms_norm_column(x, scale, eps, out):
+    squares = np.float32(0.0)
+    for d in range(x.shape[0]):
+        squares += x[d] * x[d]
+    inverse = np.float32(1.0) / math.sqrt(squares / np.float32(x.shape[0]) + eps)
+    for d in range(x.shape[0]):
+        out[d] = (x[d] * inverse) * scale[d]
+
+
+@njit(cache=True)
+def silu(value):
+    """x / (1 + exp(-x)) in float32.  Three cases need no exp, and give the formula's own
+    float32 result: x >= 17 (exp(-x) < 4.2e-8 is below half an ulp of 1, so the divisor
+    rounds to exactly 1 and the result is x), x == 0 (0 / 2), and x <= -89 (exp(89)
+    overflows float32, and x / inf is -0)."""
+    if value >= np.float32(17.0) or value == np.float32(0.0):
+        return value
+    if value <= np.float32(-89.0):
+        return np.float32(-0.0)
+    return value / (np.float32(1.0) + math.exp(-value))
+
+
+@njit(cache=True)
+def sigmoid(value):
+    return np.float32(1.0) / (np.float32(1.0) + math.exp(-value))
+
+
+@njit(cache=True)
+def softplus(value):
+    """torch's F.softplus (beta 1, threshold 20)."""
+    if value > np.float32(20.0):
+        return value
+    return math.log1p(math.exp(value))
+
+
+@njit(cache=True)
+def silu_rows(x):
+    """x = silu(x), elementwise, in place."""
+    rows, columns = x.shape
+    for row in range(rows):
+        for column in range(columns):
+            x[row, column] = silu(x[row, column])
+
+
+@njit(cache=True)
+def csr_scatter_add(indptr, indices, data, x, out):
+    """out[indices[k], :] += data[k] * x[r, :] over row r's nonzeros: a transposed CSR
+    matrix times x."""
+    columns = x.shape[1]
+    for row in range(indptr.shape[0] - 1):
+        source = x[row]
+        for k in range(indptr[row], indptr[row + 1]):
+            weight = data[k]
+            target = out[indices[k]]
+            for column in range(columns):
+                target[column] += weight * source[column]
+
+
+@njit(cache=True)
+def mlp_add(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data,
+            down_indptr, down_indices, down_data, x, residual):
+    """Qwen3_5MLP added to the residual: residual += down(silu(gate(x)) * up(x)).
+
+    Unit by unit: its gate row, silu; where silu is exactly 0 in every column the unit adds
+    exactly 0 (0 * up, then 0 * down), so its up row and down column are not read.  Otherwise
+    its up row, the product, and its down column (`down_*`: CSR of down_proj's transpose, a
+    row per unit) scattered into the sum, which is added to the residual at the end."""
+    dims, columns = x.shape
+    if columns == 1:
+        _mlp_add_column(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data,
+                        down_indptr, down_indices, down_data, x[:, 0], residual[:, 0])
+        return
+    total = np.zeros((residual.shape[0], columns), dtype=np.float32)
+    gate = np.empty(columns, dtype=np.float32)
+    up = np.empty(columns, dtype=np.float32)
+    units = gate_indptr.shape[0] - 1
+    for unit in range(units):
+        gate[:] = 0.0
+        for k in range(gate_indptr[unit], gate_indptr[unit + 1]):
+            weight = gate_data[k]
+            source = x[gate_indices[k]]
+            for column in range(columns):
+                gate[column] += weight * source[column]
+        live = False
+        for column in range(columns):              # silu(x <= -89) is exactly -0
+            if gate[column] > np.float32(-89.0):
+                live = True
+                break
+        if not live:
+            continue
+        for column in range(columns):
+            gate[column] = silu(gate[column])
+        up[:] = 0.0
+        for k in range(up_indptr[unit], up_indptr[unit + 1]):
+            weight = up_data[k]
+            source = x[up_indices[k]]
+            for column in range(columns):
+                up[column] += weight * source[column]
+        for column in range(columns):
+            gate[column] = gate[column] * up[column]
+        for k in range(down_indptr[unit], down_indptr[unit + 1]):
+            weight = down_data[k]
+            target = total[down_indices[k]]
+            for column in range(columns):
+                target[column] += weight * gate[column]
+    for row in range(residual.shape[0]):
+        for column in range(columns):
+            residual[row, column] += total[row, column]
+
+
+@njit(cache=True)
+def _mlp_add_column(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data,
+                    down_indptr, down_indices, down_data, x, residual):
+    """`mlp_add` for a single column (vectors), with scalar sums."""
+    total = np.zeros(residual.shape[0], dtype=np.float32)
+    for unit in range(gate_indptr.shape[0] - 1):
+        gate = np.float32(0.0)
+        for k in range(gate_indptr[unit], gate_indptr[unit + 1]):
+            gate += gate_data[k] * x[gate_indices[k]]
+        gate = silu(gate)
+        if gate == np.float32(0.0):
+            continue
+        up = np.float32(0.0)
+        for k in range(up_indptr[unit], up_indptr[unit + 1]):
+            up += up_data[k] * x[up_indices[k]]
+        product = gate * up
+        for k in range(down_indptr[unit], down_indptr[unit + 1]):
+            total[down_indices[k]] += down_data[k] * product
+    for row in range(residual.shape[0]):
+        residual[row] += total[row]
+
+
+@njit(cache=True)
+def argmax_columns(logits, out):
+    """The first index of each column's largest value (torch.argmax's tie rule)."""
+    rows, columns = logits.shape
+    for column in range(columns):
+        best, best_row = logits[0, column], 0
+        for row in range(1, rows):
+            if logits[row, column] > best:
+                best, best_row = logits[row, column], row
+        out[column] = best_row
+
+
+@njit(cache=True)
+def deltanet_columns(projected, slots, conv_weight, conv_state, key_channels, value_heads,
+                     key_of_value_head, key_head_dim, value_head_dim, neg_a, dt_bias,
+                     norm_weight, eps, state, out):
+    """Qwen3_5GatedDeltaNet between its input projections and `out_proj`, column by column.
+
+    `projected` rows: the q and k channels of the live key heads (`key_channels` each), the v
+    channels of the live value heads, then their z channels, then b and a (one each).  Each
+    column runs on the state of its row (`slots[column]`): the causal conv (its last three
+    inputs in `conv_state`), SiLU, l2-normalised q and k (q over sqrt(key_head_dim)), beta =
+    sigmoid(b), decay = exp(-exp(A_log) * softplus(a + dt_bias)), the delta rule on `state`
+    (recurrent form: decay, read, write, then the output read), the gated RMSNorm.  `out`
+    gets the normed, gated output of each live value head ([heads * value_head_dim, columns]).
+    """
+    columns = projected.shape[1]
+    qk_channels = 2 * key_channels
+    value_channels = value_heads * value_head_dim
+    conv_channels = qk_channels + value_channels
+    z_row = conv_channels
+    b_row = z_row + value_channels
+    a_row = b_row + value_heads
+    key_heads = key_channels // key_head_dim
+    mixed = np.empty(conv_channels, dtype=np.float32)
+    query = np.empty(key_channels, dtype=np.float32)
+    key = np.empty(key_channels, dtype=np.float32)
+    kv_memory = np.empty(value_head_dim, dtype=np.float32)
+    delta = np.empty(value_head_dim, dtype=np.float32)
+    output = np.empty(value_head_dim, dtype=np.float32)
+    key_rows = np.empty(key_head_dim, dtype=np.int64)
+    query_rows = np.empty(key_head_dim, dtype=np.int64)
+    scale = np.float32(math.sqrt(key_head_dim))
+    for column in range(columns):
+        slot = slots[column]
+        window = conv_state[slot]
+        # the depthwise causal conv over the last three inputs and this one, then SiLU
+        for channel in range(conv_channels):
+            current = projected[channel, column]
+            taps = conv_weight[channel]
+            total = taps[0] * window[channel, 0]
+            total += taps[1] * window[channel, 1]
+            total += taps[2] * window[channel, 2]
+            total += taps[3] * current
+            window[channel, 0] = window[channel, 1]
+            window[channel, 1] = window[channel, 2]
+            window[channel, 2] = current
+            mixed[channel] = silu(total)
+        # l2norm of q and k per key head (inv = rsqrt(sum x^2 + 1e-6)); q over sqrt(dk)
+        for head in range(key_heads):
+            base = head * key_head_dim
+            for part in range(2):
+                offset = part * key_channels + base
+                squares = np.float32(0.0)
+                for i in range(key_head_dim):
+                    squares += mixed[offset + i] * mixed[offset + i]
+                inverse = np.float32(1.0) / math.sqrt(squares + np.float32(1e-6))
+                for i in range(key_head_dim):
+                    if part == 0:
+                        query[base + i] = (mixed[offset + i] * inverse) / scale
+                    else:
+                        key[base + i] = mixed[offset + i] * inverse
+        for head in range(value_heads):
+            key_base = key_of_value_head[head] * key_head_dim
+            value_base = qk_channels + head * value_head_dim
+            beta = sigmoid(projected[b_row + head, column])
+            decay = math.exp(neg_a[head] * softplus(projected[a_row + head, column]
+                                                     + dt_bias[head]))
+            memory = state[slot, head]
+            if decay != np.float32(1.0):          # S * 1 == S
+                for i in range(key_head_dim):
+                    for j in range(value_head_dim):
+                        memory[i, j] *= decay
+            # the key's and query's nonzero entries (a zero entry reads and writes nothing)
+            key_count, query_count = 0, 0
+            for i in range(key_head_dim):
+                if key[key_base + i] != 0.0:
+                    key_rows[key_count] = i
+                    key_count += 1
+                if query[key_base + i] != 0.0:
+                    query_rows[query_count] = i
+                    query_count += 1
+            kv_memory[:] = 0.0
+            for n in range(key_count):
+                i = key_rows[n]
+                weight = key[key_base + i]
+                for j in range(value_head_dim):
+                    kv_memory[j] += memory[i, j] * weight
+            for j in range(value_head_dim):
+                delta[j] = (mixed[value_base + j] - kv_memory[j]) * beta
+            for n in range(key_count):
+                i = key_rows[n]
+                weight = key[key_base + i]
+                for j in range(value_head_dim):
+                    memory[i, j] += weight * delta[j]
+            output[:] = 0.0
+            for n in range(query_count):
+                i = query_rows[n]
+                weight = query[key_base + i]
+                for j in range(value_head_dim):
+                    output[j] += memory[i, j] * weight
+            # the gated RMSNorm: (o * rsqrt(mean(o^2) + eps)) * weight * silu(z)
+            squares = np.float32(0.0)
+            for j in range(value_head_dim):
+                squares += output[j] * output[j]
+            inverse = np.float32(1.0) / math.sqrt(squares / np.float32(value_head_dim) + eps)
+            z_base = z_row + head * value_head_dim
+            out_base = head * value_head_dim
+            for j in range(value_head_dim):
+                out[out_base + j, column] = (norm_weight[j] * (output[j] * inverse)) \
+                    * silu(projected[z_base + j, column])
+
+
+@njit(cache=True)
+def attention_columns(projected, slots, positions, kv_of_head, kv_heads, head_dim,
+                      q_scale, k_scale, eps, cos_table, sin_table, keys, values, lengths,
+                      out):
+    """Qwen3_5Attention between its projections and `o_proj`, column by column.
+
+    `projected` rows: per query head its query then its gate (`head_dim` each, as q_proj
+    lays them out), then the keys and the values of the kv heads (`kv_of_head[h]`: the kv
+    head query head h reads).  q and k are RMS-normed
+    per head (`q_scale`/`k_scale` = 1 + weight), rotated on the first `cos_table.shape[1]`
+    dims at the column's position, appended to the row's cache (`keys`/`values`[slot],
+    `lengths[slot]` entries so far); each query head attends (softmax of q.k / sqrt(head_dim))
+    over its kv head's cache, and its output times sigmoid(gate) goes to `out`."""
+    columns = projected.shape[1]
+    query_heads = kv_of_head.shape[0]
+    rotary = cos_table.shape[1]
+    half = rotary // 2
+    gate_base = head_dim
+    kv_base = 2 * head_dim * query_heads
+    query = np.empty(head_dim, dtype=np.float32)
+    rotated = np.empty(head_dim, dtype=np.float32)
+    scaling = np.float32(head_dim ** -0.5)
+    for column in range(columns):
+        slot = slots[column]
+        position = positions[column]
+        length = lengths[slot]
+        cos, sin = cos_table[position], sin_table[position]
+        for kv in range(kv_heads):
+            base = kv_base + kv * head_dim
+            _norm_and_rotate(projected[base:base + head_dim, column], k_scale, eps, cos, sin,
+                             half, rotary, rotated)
+            keys[slot, kv, length, :] = rotated
+            values_base = kv_base + kv_heads * head_dim + kv * head_dim
+            for i in range(head_dim):
+                values[slot, kv, length, i] = projected[values_base + i, column]
+        lengths[slot] = length + 1
+        count = length + 1
+        scores = np.empty(count, dtype=np.float32)
+        for head in range(query_heads):
+            base = head * 2 * head_dim
+            _norm_and_rotate(projected[base:base + head_dim, column], q_scale, eps, cos, sin,
+                             half, rotary, query)
+            kv = kv_of_head[head]
+            largest = -np.inf
+            for t in range(count):
+                total = np.float32(0.0)
+                for i in range(head_dim):
+                    total += query[i] * keys[slot, kv, t, i]
+                scores[t] = total * scaling
+                largest = max(largest, scores[t])
+            norm = np.float32(0.0)
+            for t in range(count):
+                scores[t] = math.exp(scores[t] - largest)
+                norm += scores[t]
+            for i in range(head_dim):
+                total = np.float32(0.0)
+                for t in range(count):
+                    total += (scores[t] / norm) * values[slot, kv, t, i]
+                gate = projected[base + gate_base + i, column]
+                out[head * head_dim + i, column] = total * sigmoid(gate)
+
+
+@njit(cache=True)
+def _norm_and_rotate(vector, scale, eps, cos, sin, half, rotary, out):
+    """RMSNorm of one head (zero-centred weight as scale = 1 + w), then partial rotary."""
+    dims = vector.shape[0]
+    squares = np.float32(0.0)
+    for i in range(dims):
+        squares += vector[i] * vector[i]
+    inverse = np.float32(1.0) / math.sqrt(squares / np.float32(dims) + eps)
+    for i in range(dims):
+        out[i] = (vector[i] * inverse) * scale[i]
+    for i in range(half):
+        first, second = out[i], out[i + half]
+        out[i] = first * cos[i] + (-second) * sin[i]
+        out[i + half] = second * cos[i + half] + first * sin[i + half]
