@@ -35,17 +35,18 @@ FLOAT = np.float32
 
 def matmul(matrix: Matrix, x: np.ndarray) -> np.ndarray:
     """matrix @ x for x [columns of matrix, n]."""
-    if matrix.dense is not None:
-        return np.ascontiguousarray(matrix.dense @ x)
     out = np.empty((matrix.rows, x.shape[1]), dtype=FLOAT)
-    kernels.csr_matmul(matrix.indptr, matrix.indices, matrix.data, x, out)
+    if matrix.dense is not None:
+        kernels.dense_matmul(matrix.dense, x, out)
+    else:
+        kernels.csr_matmul(matrix.indptr, matrix.indices, matrix.data, x, out)
     return out
 
 
 def matmul_add(matrix: Matrix, x: np.ndarray, residual: np.ndarray) -> None:
     """residual += matrix @ x (a sublayer's output into the residual stream)."""
     if matrix.dense is not None:
-        residual += matrix.dense @ x
+        residual += matmul(matrix, x)
         return
     kernels.csr_matmul_add(matrix.indptr, matrix.indices, matrix.data, x, residual)
 
@@ -60,12 +61,12 @@ def mlp_add(mlp: Mlp, x: np.ndarray, residual: np.ndarray) -> None:
     hidden = matmul(gate, x)
     kernels.silu_rows(hidden)
     hidden *= matmul(up, x)
+    total = np.zeros_like(residual)
     if down.dense is not None:
-        residual += down.dense.T @ hidden
+        kernels.dense_scatter_add(down.dense, hidden, total)
     else:
-        total = np.zeros_like(residual)
         kernels.csr_scatter_add(down.indptr, down.indices, down.data, hidden, total)
-        residual += total
+    residual += total
 
 
 class State:
@@ -82,7 +83,7 @@ class State:
         for index, layer in enumerate(weights.layers):
             mixer = layer.mixer
             if isinstance(mixer, DeltaNetMixer):
-                self.conv[index] = np.zeros((rows, mixer.conv_channels, 3), dtype=FLOAT)
+                self.conv[index] = np.zeros((rows, 3, mixer.conv_inputs), dtype=FLOAT)
                 self.memory[index] = np.zeros((rows, len(mixer.value_heads),
                                                mixer.key_head_dim, mixer.value_head_dim),
                                               dtype=FLOAT)
@@ -157,7 +158,8 @@ class SparseEngine:
                     out = np.empty((len(mixer.value_heads) * mixer.value_head_dim, columns),
                                    dtype=FLOAT)
                     kernels.deltanet_columns(
-                        projected, slots, mixer.conv_weight, state.conv[index],
+                        projected, slots, mixer.conv_channel, mixer.conv_weight,
+                        state.conv[index],
                         len(mixer.key_heads) * mixer.key_head_dim, len(mixer.value_heads),
                         mixer.key_of_value_head, mixer.key_head_dim, mixer.value_head_dim,
                         mixer.neg_a, mixer.dt_bias, mixer.norm_weight, FLOAT(weights.eps),
@@ -197,15 +199,16 @@ class SparseEngine:
 
     def session(self, prompts: Sequence[Sequence[int]], eos_id: int | None = None,
                 prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
-                on_prefill: Callable[[int, int], None] | None = None) -> "Session":
-        return Session(self, prompts, eos_id, prefill_chunk, on_prefill)
+                on_prefill: Callable[[int, int], None] | None = None,
+                threads: int = 1) -> "Session":
+        return Session(self, prompts, eos_id, prefill_chunk, on_prefill, threads)
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int,
-                 eos_id: int | None = None, prefill_chunk: int = DEFAULT_PREFILL_CHUNK
-                 ) -> list[list[int]]:
+                 eos_id: int | None = None, prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
+                 threads: int = 1) -> list[list[int]]:
         """The ids greedy decoding writes after each prompt: up to `max_new_tokens`, ending
         with `eos_id` where the row writes it."""
-        session = self.session(prompts, eos_id, prefill_chunk)
+        session = self.session(prompts, eos_id, prefill_chunk, threads=threads)
         written: list[list[int]] = [[] for _ in prompts]
         for step in session:
             for row, token_id in step:
@@ -218,55 +221,95 @@ class SparseEngine:
 class Session:
     """Greedy decoding of several prompts (rows): iterate to get each step's (row, id)
     pairs, one per live row.  A row ends after it writes `eos_id`, or when `end(row)` is
-    called.  `prefill_seconds` is the time the prompts took."""
+    called.  `prefill_seconds` is the time the prompts took.
+
+    With `threads` > 1 the rows are shared out over that many threads (prompts a row at a
+    time, then each step's rows in as many groups): rows touch only their own state, and
+    the kernels release the GIL, so this changes the time, not a single id."""
 
     def __init__(self, engine: SparseEngine, prompts: Sequence[Sequence[int]],
                  eos_id: int | None, prefill_chunk: int,
-                 on_prefill: Callable[[int, int], None] | None):
+                 on_prefill: Callable[[int, int], None] | None, threads: int = 1):
         if any(len(prompt) == 0 for prompt in prompts):
             raise ValueError("every prompt needs at least one token")
         self.engine, self.eos_id = engine, eos_id
         self.prompts = [list(prompt) for prompt in prompts]
         self.prefill_chunk = max(1, prefill_chunk)
         self.on_prefill = on_prefill
+        self.threads = max(1, threads)
         self.state = engine.new_state(len(prompts))
         self.live = list(range(len(prompts)))
         self.prefill_seconds: float | None = None
         self.steps = 0
+        self._pool = None
 
     def end(self, row: int) -> None:
         if row in self.live:
             self.live.remove(row)
 
+    def _map(self, work: Callable, groups: list) -> list:
+        """work(group) for each group, on the session's threads when there are several."""
+        if self.threads == 1 or len(groups) == 1:
+            return [work(group) for group in groups]
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.threads)
+        return list(self._pool.map(work, groups))
+
+    def _grow(self, positions: int) -> None:
+        """Room for `positions` tokens a row (caches, rotary tables), before threads run."""
+        self.state.reserve(positions)
+        self.engine._rotary(positions)
+
     def _prefill(self) -> dict[int, int]:
         started = time.perf_counter()
         total = sum(len(prompt) for prompt in self.prompts)
-        done = 0
-        following: dict[int, int] = {}
-        for row, prompt in enumerate(self.prompts):
+        done = [0]
+        self._grow(max(len(prompt) for prompt in self.prompts) + 1)
+
+        def prefill_row(row: int) -> int:
+            prompt = self.prompts[row]
             for start in range(0, len(prompt), self.prefill_chunk):
                 piece = prompt[start:start + self.prefill_chunk]
                 ids = self.engine.forward(self.state, piece, [row] * len(piece),
                                           [len(piece) - 1])
-                done += len(piece)
+                done[0] += len(piece)
                 if self.on_prefill is not None:
-                    self.on_prefill(done, total)
-            following[row] = int(ids[0])
+                    self.on_prefill(done[0], total)
+            return int(ids[0])
+
+        rows = list(range(len(self.prompts)))
+        following = dict(zip(rows, self._map(prefill_row, rows)))
         self.prefill_seconds = time.perf_counter() - started
         return following
 
+    def _step(self, following: dict[int, int]) -> dict[int, int]:
+        rows = list(self.live)
+        self._grow(int(self.state.positions[rows].max()) + 1)
+        share = -(-len(rows) // self.threads)
+        groups = [rows[start:start + share] for start in range(0, len(rows), share)]
+
+        def step_group(group: list[int]) -> list[int]:
+            return self.engine.forward(self.state, [following[row] for row in group], group,
+                                       list(range(len(group)))).tolist()
+
+        return {row: token_id for group, ids in zip(groups, self._map(step_group, groups))
+                for row, token_id in zip(group, ids)}
+
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
-        following = self._prefill()
-        while self.live:
-            step = [(row, following[row]) for row in self.live]
-            self.steps += 1
-            yield step
-            for row, token_id in step:
-                if token_id == self.eos_id:
-                    self.end(row)
-            if not self.live:
-                return
-            rows = list(self.live)
-            ids = self.engine.forward(self.state, [following[row] for row in rows], rows,
-                                      list(range(len(rows))))
-            following = dict(zip(rows, ids.tolist()))
+        try:
+            following = self._prefill()
+            while self.live:
+                step = [(row, following[row]) for row in self.live]
+                self.steps += 1
+                yield step
+                for row, token_id in step:
+                    if token_id == self.eos_id:
+                        self.end(row)
+                if not self.live:
+                    return
+                following = self._step(following)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()

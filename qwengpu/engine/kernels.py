@@ -11,7 +11,8 @@ nonzero entries of a key or query, for the same reason.  Sums are taken left to 
 may differ from stock transformers' blocked sums in the last bit, which the compiled
 gadgets' margins absorb (tests hold the chosen ids identical).
 
-The functions compile on first use and are cached on disk (`cache=True`).
+The functions compile on first use and are cached on disk (`cache=True`); they release the
+GIL, so separate rows can run on separate threads.
 """
 
 from __future__ import annotations
@@ -21,29 +22,64 @@ import math
 import numpy as np
 from numba import njit
 
+# Up to this many columns, a kernel runs column by column with scalar sums: for one or two
+# columns that beats the loops over columns, which pay off from about four.
+FEW_COLUMNS = 2
+# Long sums of squares (norms) run in this many interleaved partial sums (`sum_of_squares`).
+LANES = 16
 
-@njit(cache=True)
+
+@njit(cache=True, nogil=True)
 def csr_matmul(indptr, indices, data, x, out):
     """out[r, :] = sum_k data[k] * x[indices[k], :] over row r's nonzeros."""
     columns = x.shape[1]
+    if columns <= FEW_COLUMNS:
+        for column in range(columns):
+            _csr_matvec(indptr, indices, data, x[:, column], out[:, column])
+        return
     for row in range(out.shape[0]):
-        start, stop = indptr[row], indptr[row + 1]
-        if columns == 1:
-            total = np.float32(0.0)
-            for k in range(start, stop):
-                total += data[k] * x[indices[k], 0]
-            out[row, 0] = total
-            continue
         target = out[row]
         target[:] = 0.0
-        for k in range(start, stop):
+        for k in range(indptr[row], indptr[row + 1]):
             weight = data[k]
             source = x[indices[k]]
             for column in range(columns):
                 target[column] += weight * source[column]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def _csr_matvec(indptr, indices, data, x, out):
+    for row in range(out.shape[0]):
+        total = np.float32(0.0)
+        for k in range(indptr[row], indptr[row + 1]):
+            total += data[k] * x[indices[k]]
+        out[row] = total
+
+
+@njit(cache=True, nogil=True)
+def dense_matmul(weight, x, out):
+    """out = weight @ x with the sums of `csr_matmul` (row by row, left to right), so a
+    column's result never depends on the other columns (a BLAS gemm's blocking would)."""
+    rows, inner = weight.shape
+    columns = x.shape[1]
+    for row in range(rows):
+        if columns <= FEW_COLUMNS:
+            for column in range(columns):
+                total = np.float32(0.0)
+                for k in range(inner):
+                    total += weight[row, k] * x[k, column]
+                out[row, column] = total
+            continue
+        target = out[row]
+        target[:] = 0.0
+        for k in range(inner):
+            value = weight[row, k]
+            source = x[k]
+            for column in range(columns):
+                target[column] += value * source[column]
+
+
+@njit(cache=True, nogil=True)
 def csr_matmul_add(indptr, indices, data, x, residual):
     """residual[r, :] += (sum_k data[k] * x[indices[k], :]): a sublayer's output added to
     the residual stream (`h + mlp(...)`), the sum taken first."""
@@ -63,12 +99,13 @@ def csr_matmul_add(indptr, indices, data, x, residual):
             residual[row, column] += total[column]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rms_norm(x, scale, eps, out):
     """Qwen3_5RMSNorm: out = x * rsqrt(mean(x^2) + eps) * scale, scale = 1 + weight."""
     dims, columns = x.shape
-    if columns == 1:
-        _rms_norm_column(x[:, 0], scale, eps, out[:, 0])
+    if columns <= FEW_COLUMNS:
+        for column in range(columns):
+            _rms_norm_column(x[:, column], scale, eps, out[:, column])
         return
     squares = np.zeros(columns, dtype=np.float32)
     for d in range(dims):
@@ -83,7 +120,7 @@ def rms_norm(x, scale, eps, out):
             out[d, column] = (x[d, column] * inverse[column]) * weight
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rms_norm_column(x, scale, eps, out):
     squares = np.float32(0.0)
     for d in range(x.shape[0]):
@@ -93,7 +130,27 @@ def _rms_norm_column(x, scale, eps, out):
         out[d] = (x[d] * inverse) * scale[d]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def sum_of_squares(values, start, length, lanes):
+    """sum(values[start:start + length] ** 2), taken in LANES running sums (element i goes
+    to sum i % LANES), then those sums in order: a fixed order on every machine, and one
+    the compiler can keep in vector registers."""
+    lanes[:] = 0.0
+    whole = length - length % LANES
+    for i in range(0, whole, LANES):
+        for lane in range(LANES):
+            value = values[start + i + lane]
+            lanes[lane] += value * value
+    for i in range(whole, length):
+        value = values[start + i]
+        lanes[i - whole] += value * value
+    total = lanes[0]
+    for lane in range(1, LANES):
+        total += lanes[lane]
+    return total
+
+
+@njit(cache=True, nogil=True)
 def silu(value):
     """x / (1 + exp(-x)) in float32.  Three cases need no exp, and give the formula's own
     float32 result: x >= 17 (exp(-x) < 4.2e-8 is below half an ulp of 1, so the divisor
@@ -106,12 +163,12 @@ def silu(value):
     return value / (np.float32(1.0) + math.exp(-value))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sigmoid(value):
     return np.float32(1.0) / (np.float32(1.0) + math.exp(-value))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def softplus(value):
     """torch's F.softplus (beta 1, threshold 20)."""
     if value > np.float32(20.0):
@@ -119,7 +176,7 @@ def softplus(value):
     return math.log1p(math.exp(value))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def silu_rows(x):
     """x = silu(x), elementwise, in place."""
     rows, columns = x.shape
@@ -128,7 +185,7 @@ def silu_rows(x):
             x[row, column] = silu(x[row, column])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def csr_scatter_add(indptr, indices, data, x, out):
     """out[indices[k], :] += data[k] * x[r, :] over row r's nonzeros: a transposed CSR
     matrix times x."""
@@ -142,7 +199,22 @@ def csr_scatter_add(indptr, indices, data, x, out):
                 target[column] += weight * source[column]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def dense_scatter_add(weight, x, out):
+    """out[j, :] += weight[r, j] * x[r, :] over every r, j: weight's transpose times x, in
+    the order of `csr_scatter_add`."""
+    rows, inner = weight.shape
+    columns = x.shape[1]
+    for row in range(rows):
+        source = x[row]
+        for j in range(inner):
+            value = weight[row, j]
+            target = out[j]
+            for column in range(columns):
+                target[column] += value * source[column]
+
+
+@njit(cache=True, nogil=True)
 def mlp_add(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data,
             down_indptr, down_indices, down_data, x, residual):
     """Qwen3_5MLP added to the residual: residual += down(silu(gate(x)) * up(x)).
@@ -152,9 +224,11 @@ def mlp_add(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data
     its up row, the product, and its down column (`down_*`: CSR of down_proj's transpose, a
     row per unit) scattered into the sum, which is added to the residual at the end."""
     dims, columns = x.shape
-    if columns == 1:
-        _mlp_add_column(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data,
-                        down_indptr, down_indices, down_data, x[:, 0], residual[:, 0])
+    if columns <= FEW_COLUMNS:
+        for column in range(columns):
+            _mlp_add_column(gate_indptr, gate_indices, gate_data, up_indptr, up_indices,
+                            up_data, down_indptr, down_indices, down_data, x[:, column],
+                            residual[:, column])
         return
     total = np.zeros((residual.shape[0], columns), dtype=np.float32)
     gate = np.empty(columns, dtype=np.float32)
@@ -194,7 +268,7 @@ def mlp_add(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data
             residual[row, column] += total[row, column]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _mlp_add_column(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data,
                     down_indptr, down_indices, down_data, x, residual):
     """`mlp_add` for a single column (vectors), with scalar sums."""
@@ -216,7 +290,7 @@ def _mlp_add_column(gate_indptr, gate_indices, gate_data, up_indptr, up_indices,
         residual[row] += total[row]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def argmax_columns(logits, out):
     """The first index of each column's largest value (torch.argmax's tie rule)."""
     rows, columns = logits.shape
@@ -228,29 +302,36 @@ def argmax_columns(logits, out):
         out[column] = best_row
 
 
-@njit(cache=True)
-def deltanet_columns(projected, slots, conv_weight, conv_state, key_channels, value_heads,
-                     key_of_value_head, key_head_dim, value_head_dim, neg_a, dt_bias,
-                     norm_weight, eps, state, out):
+@njit(cache=True, nogil=True)
+def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, key_channels,
+                     value_heads, key_of_value_head, key_head_dim, value_head_dim, neg_a,
+                     dt_bias, norm_weight, eps, state, out):
     """Qwen3_5GatedDeltaNet between its input projections and `out_proj`, column by column.
 
-    `projected` rows: the q and k channels of the live key heads (`key_channels` each), the v
-    channels of the live value heads, then their z channels, then b and a (one each).  Each
-    column runs on the state of its row (`slots[column]`): the causal conv (its last three
-    inputs in `conv_state`), SiLU, l2-normalised q and k (q over sqrt(key_head_dim)), beta =
-    sigmoid(b), decay = exp(-exp(A_log) * softplus(a + dt_bias)), the delta rule on `state`
-    (recurrent form: decay, read, write, then the output read), the gated RMSNorm.  `out`
-    gets the normed, gated output of each live value head ([heads * value_head_dim, columns]).
+    The conv channels are the q and k channels of the live key heads (`key_channels` each)
+    and the v channels of the live value heads; only those whose projection row has a
+    nonzero weight are computed (`conv_channel[n]`: the channel of conv input n): the others
+    read 0 on every token, and the conv and SiLU of zeros are exactly 0.  `projected` rows:
+    those conv inputs, then the z channels of the live value heads, then b and a (one each).
+    Each column runs on the state of its row (`slots[column]`): the causal conv (taps
+    `conv_weight[4, inputs]`, oldest first; the row's last three inputs in
+    `conv_state[slot, 3, inputs]`), SiLU, l2-normalised q and k (q over
+    sqrt(key_head_dim)), beta = sigmoid(b), decay = exp(-exp(A_log) * softplus(a +
+    dt_bias)), the delta rule on `state` (recurrent form: decay, read, write, then the output
+    read), the gated RMSNorm.  `out` gets the normed, gated output of each live value head
+    ([heads * value_head_dim, columns]).
     """
-    columns = projected.shape[1]
+    rows, columns = projected.shape
     qk_channels = 2 * key_channels
     value_channels = value_heads * value_head_dim
     conv_channels = qk_channels + value_channels
-    z_row = conv_channels
+    conv_inputs = conv_channel.shape[0]
+    z_row = conv_inputs
     b_row = z_row + value_channels
     a_row = b_row + value_heads
     key_heads = key_channels // key_head_dim
-    mixed = np.empty(conv_channels, dtype=np.float32)
+    current = np.empty(rows, dtype=np.float32)
+    mixed = np.zeros(conv_channels, dtype=np.float32)
     query = np.empty(key_channels, dtype=np.float32)
     key = np.empty(key_channels, dtype=np.float32)
     kv_memory = np.empty(value_head_dim, dtype=np.float32)
@@ -258,42 +339,40 @@ def deltanet_columns(projected, slots, conv_weight, conv_state, key_channels, va
     output = np.empty(value_head_dim, dtype=np.float32)
     key_rows = np.empty(key_head_dim, dtype=np.int64)
     query_rows = np.empty(key_head_dim, dtype=np.int64)
+    lanes = np.empty(LANES, dtype=np.float32)
     scale = np.float32(math.sqrt(key_head_dim))
+    w0, w1, w2, w3 = conv_weight[0], conv_weight[1], conv_weight[2], conv_weight[3]
     for column in range(columns):
         slot = slots[column]
-        window = conv_state[slot]
+        for row in range(rows):
+            current[row] = projected[row, column]
         # the depthwise causal conv over the last three inputs and this one, then SiLU
-        for channel in range(conv_channels):
-            current = projected[channel, column]
-            taps = conv_weight[channel]
-            total = taps[0] * window[channel, 0]
-            total += taps[1] * window[channel, 1]
-            total += taps[2] * window[channel, 2]
-            total += taps[3] * current
-            window[channel, 0] = window[channel, 1]
-            window[channel, 1] = window[channel, 2]
-            window[channel, 2] = current
-            mixed[channel] = silu(total)
+        older, old, last = conv_state[slot, 0], conv_state[slot, 1], conv_state[slot, 2]
+        for n in range(conv_inputs):
+            total = w0[n] * older[n]
+            total += w1[n] * old[n]
+            total += w2[n] * last[n]
+            total += w3[n] * current[n]
+            older[n] = old[n]
+            old[n] = last[n]
+            last[n] = current[n]
+            mixed[conv_channel[n]] = silu(total)
         # l2norm of q and k per key head (inv = rsqrt(sum x^2 + 1e-6)); q over sqrt(dk)
         for head in range(key_heads):
             base = head * key_head_dim
-            for part in range(2):
-                offset = part * key_channels + base
-                squares = np.float32(0.0)
-                for i in range(key_head_dim):
-                    squares += mixed[offset + i] * mixed[offset + i]
-                inverse = np.float32(1.0) / math.sqrt(squares + np.float32(1e-6))
-                for i in range(key_head_dim):
-                    if part == 0:
-                        query[base + i] = (mixed[offset + i] * inverse) / scale
-                    else:
-                        key[base + i] = mixed[offset + i] * inverse
+            squares = sum_of_squares(mixed, base, key_head_dim, lanes)
+            inverse = np.float32(1.0) / math.sqrt(squares + np.float32(1e-6))
+            for i in range(key_head_dim):
+                query[base + i] = (mixed[base + i] * inverse) / scale
+            squares = sum_of_squares(mixed, key_channels + base, key_head_dim, lanes)
+            inverse = np.float32(1.0) / math.sqrt(squares + np.float32(1e-6))
+            for i in range(key_head_dim):
+                key[base + i] = mixed[key_channels + base + i] * inverse
         for head in range(value_heads):
             key_base = key_of_value_head[head] * key_head_dim
             value_base = qk_channels + head * value_head_dim
-            beta = sigmoid(projected[b_row + head, column])
-            decay = math.exp(neg_a[head] * softplus(projected[a_row + head, column]
-                                                     + dt_bias[head]))
+            beta = sigmoid(current[b_row + head])
+            decay = math.exp(neg_a[head] * softplus(current[a_row + head] + dt_bias[head]))
             memory = state[slot, head]
             if decay != np.float32(1.0):          # S * 1 == S
                 for i in range(key_head_dim):
@@ -328,18 +407,16 @@ def deltanet_columns(projected, slots, conv_weight, conv_state, key_channels, va
                 for j in range(value_head_dim):
                     output[j] += memory[i, j] * weight
             # the gated RMSNorm: (o * rsqrt(mean(o^2) + eps)) * weight * silu(z)
-            squares = np.float32(0.0)
-            for j in range(value_head_dim):
-                squares += output[j] * output[j]
+            squares = sum_of_squares(output, 0, value_head_dim, lanes)
             inverse = np.float32(1.0) / math.sqrt(squares / np.float32(value_head_dim) + eps)
             z_base = z_row + head * value_head_dim
             out_base = head * value_head_dim
             for j in range(value_head_dim):
                 out[out_base + j, column] = (norm_weight[j] * (output[j] * inverse)) \
-                    * silu(projected[z_base + j, column])
+                    * silu(current[z_base + j])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def attention_columns(projected, slots, positions, kv_of_head, kv_heads, head_dim,
                       q_scale, k_scale, eps, cos_table, sin_table, keys, values, lengths,
                       out):
@@ -401,7 +478,7 @@ def attention_columns(projected, slots, positions, kv_of_head, kv_heads, head_di
                 out[head * head_dim + i, column] = total * sigmoid(gate)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _norm_and_rotate(vector, scale, eps, cos, sin, half, rotary, out):
     """RMSNorm of one head (zero-centred weight as scale = 1 + w), then partial rotary."""
     dims = vector.shape[0]

@@ -54,11 +54,17 @@ class Matrix:
 
     @classmethod
     def of(cls, tensor: torch.Tensor) -> "Matrix":
+        """Dense when more than DENSE_ABOVE of the weights are nonzero, else CSR."""
         tensor = tensor.to(torch.float32).contiguous()
         rows, columns = tensor.shape
-        nonzeros = int(torch.count_nonzero(tensor))
-        if nonzeros > DENSE_ABOVE * rows * columns:
+        if int(torch.count_nonzero(tensor)) > DENSE_ABOVE * rows * columns:
             return cls(rows, columns, dense=tensor.numpy().copy())
+        return cls.csr(tensor)
+
+    @classmethod
+    def csr(cls, tensor: torch.Tensor) -> "Matrix":
+        tensor = tensor.to(torch.float32).contiguous()
+        rows, columns = tensor.shape
         where = tensor.nonzero()                  # row-major order: CSR's
         counts = torch.bincount(where[:, 0], minlength=rows)
         indptr = torch.zeros(rows + 1, dtype=torch.int64)
@@ -86,8 +92,9 @@ class DeltaNetMixer:
     value_heads: list[int]             # live value heads (checkpoint numbering)
     key_heads: list[int]               # the key heads they read
     key_of_value_head: np.ndarray      # per live value head: index into key_heads
-    projection: Matrix                 # q, k (key heads), v, z (value heads), b, a rows
-    conv_weight: np.ndarray            # [q, k, v channels, 4]
+    conv_channel: np.ndarray           # the q, k (key heads), v (value heads) channels read
+    projection: Matrix                 # rows: those channels, z (value heads), b, a
+    conv_weight: np.ndarray            # [4 taps (oldest first), conv_channel]
     neg_a: np.ndarray                  # -exp(A_log), per live value head
     dt_bias: np.ndarray
     norm_weight: np.ndarray
@@ -96,8 +103,8 @@ class DeltaNetMixer:
     out_proj: Matrix                   # [hidden, live value heads * value_head_dim]
 
     @property
-    def conv_channels(self) -> int:
-        return self.conv_weight.shape[0]
+    def conv_inputs(self) -> int:
+        return self.conv_weight.shape[1]
 
 
 @dataclass
@@ -387,11 +394,15 @@ def _read_deltanet(tensors: _Tensors, config: dict, name: str, hidden: int
             + [key_dim + k * dk + i for k in keys for i in range(dk)]
             + [2 * key_dim + h * dv + i for h in live for i in range(dv)])
     value_rows = [h * dv + i for h in live for i in range(dv)]
-    projection = torch.cat([qkv[rows], z[value_rows], b[live], a[live]])
+    # a channel whose projection row is all zero reads 0 on every token: conv and SiLU of
+    # zeros are exactly 0, so only the others are computed
+    read = qkv[rows].ne(0).any(dim=1).nonzero().flatten()
+    channels = [rows[i] for i in read.tolist()]
+    projection = torch.cat([qkv[channels], z[value_rows], b[live], a[live]])
     neg_a = (-a_log.float().exp())[live]           # as transformers: -A_log.float().exp()
     return DeltaNetMixer(live, keys, np.array([keys.index(h // per_key) for h in live],
-                                               dtype=np.int64),
-                         Matrix.of(projection), conv[rows].numpy().copy(),
+                                               dtype=np.int64), read.numpy().astype(np.int64),
+                         Matrix.of(projection), conv[channels].t().contiguous().numpy(),
                          neg_a.numpy().copy(), dt_bias[live].numpy().copy(),
                          norm.numpy().copy(), dk, dv, Matrix.of(out[:, value_rows]))
 

@@ -5,6 +5,10 @@ The judge is stock transformers (DESIGN §6): `load` is `AutoModelForCausalLM.fr
 on the written directory and `generate` is `model.generate(do_sample=False)`.  Project code only
 builds the prompt (`state_prompt`) and gives the expected trace from the reference
 interpreter (`qwengpu.dsl.Simulator`), encoded with the protocol.
+
+`run_case` also holds the sparse engine (`qwengpu.engine`) to that judge: on the same
+directory and prompt it must write exactly the ids stock `generate` wrote, so every compiled
+test machine checks the engine too.
 """
 
 from __future__ import annotations
@@ -71,10 +75,25 @@ def texts(compiled, ids) -> str:
     return " ".join(compiled.protocol.describe(i).text for i in ids)
 
 
+def engine_generate(directory, prompt: list[int], max_new_tokens: int,
+                    prefill_chunk: int = 64) -> list[int]:
+    """What the sparse engine writes greedily after `prompt` (in prefill chunks of
+    `prefill_chunk` tokens, several here, to run the chunk boundaries too)."""
+    from qwengpu.engine import SparseEngine
+
+    engine = SparseEngine.load(directory)
+    written, = engine.generate([prompt], max_new_tokens, prefill_chunk=prefill_chunk)
+    return written
+
+
 def run_case(compiled, model, sim: Simulator, prefix: int = 0, max_records: int = 1000):
     """(expected, got) token lists for a launch from the simulator's current state;
-    `prefix` tokens of the expected trace are given in the prompt (prefill) first."""
+    `prefix` tokens of the expected trace are given in the prompt (prefill) first.  The
+    sparse engine must write stock generate's ids (`got`) on the same checkpoint."""
     prompt = state_prompt(compiled.protocol, simulator_state(sim))
     expected = expected_trace(compiled, sim, max_records)
     got = generate(model, prompt + expected[:prefix], len(expected) - prefix)
+    on_engine = engine_generate(model.name_or_path, prompt + expected[:prefix],
+                                len(expected) - prefix)
+    assert on_engine == got, "the sparse engine and stock generate wrote different ids"
     return expected[prefix:], got

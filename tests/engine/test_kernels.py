@@ -1,0 +1,110 @@
+"""The engine's kernels on their own: the float32 results they promise.
+
+- `silu`'s three shortcuts give the formula's own float32 result, bit for bit (sign of zero
+  included), checked on every float32 value around each threshold; elsewhere it is torch's
+  silu to within a relative 1e-6 (a few ulp: torch's vectorised exp and libm's differ).
+- sparse and dense matrix products take the same sums in the same order whatever the number
+  of columns (one, two, many), so a column's result never depends on its neighbours.
+- the fused MLP (gate, silu, up, down, skipping units whose silu is 0) and the RMSNorm
+  agree with plain numpy and torch within float32 rounding; argmax breaks ties as torch does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from qwengpu.engine import kernels
+from qwengpu.engine.engine import matmul
+from qwengpu.engine.weights import Matrix
+
+
+def floats_between(low: float, high: float) -> np.ndarray:
+    """Every float32 value in [low, high] (low, high of one sign)."""
+    bits = np.sort(np.array([low, high], dtype=np.float32).view(np.int32))
+    return np.arange(bits[0], bits[1] + 1, dtype=np.int32).view(np.float32)
+
+
+def silu_of(values: np.ndarray) -> np.ndarray:
+    out = values.reshape(1, -1).copy()
+    kernels.silu_rows(out)
+    return out[0]
+
+
+def formula(values: np.ndarray) -> np.ndarray:
+    """x / (1 + exp(-x)) in float32, step by step."""
+    with np.errstate(over="ignore"):
+        return values / (np.float32(1.0) + np.exp(-values))
+
+
+@pytest.mark.parametrize("low, high", [(16.99, 17.01), (17.0, 18.0), (-89.01, -88.99),
+                                       (-100.0, -89.0)])
+def test_silu_shortcuts_are_the_formula(low, high):
+    values = floats_between(low, high)
+    got, want = silu_of(values), formula(values)
+    assert np.array_equal(got.view(np.int32), want.view(np.int32))
+
+
+def test_silu_of_zero_and_elsewhere():
+    zeros = np.array([0.0, -0.0], dtype=np.float32)
+    assert np.array_equal(silu_of(zeros).view(np.int32), zeros.view(np.int32))
+    values = (np.random.default_rng(0).standard_normal(200_000) * 20).astype(np.float32)
+    got = silu_of(values)
+    want = torch.nn.functional.silu(torch.from_numpy(values)).numpy()
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+    assert (np.abs(got - want) <= 1e-6 * np.abs(want)).all()
+
+
+def random_sparse(rows: int, columns: int, density: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    weight = rng.standard_normal((rows, columns)).astype(np.float32)
+    weight[rng.random((rows, columns)) > density] = 0.0
+    return weight
+
+
+@pytest.mark.parametrize("density", [0.05, 0.6])
+def test_products_do_not_depend_on_the_other_columns(density):
+    weight = random_sparse(50, 40, density, 1)
+    matrix = Matrix.of(torch.from_numpy(weight))
+    assert (matrix.dense is None) == (density < 0.25)
+    x = np.random.default_rng(2).standard_normal((40, 9)).astype(np.float32)
+    alone = np.stack([matmul(matrix, np.ascontiguousarray(x[:, [c]]))[:, 0]
+                      for c in range(9)], axis=1)
+    for count in (1, 2, 3, 9):
+        assert np.array_equal(matmul(matrix, np.ascontiguousarray(x[:, :count])),
+                              alone[:, :count]), count
+    np.testing.assert_allclose(alone, weight @ x, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("columns", [1, 2, 6])
+def test_the_mlp_is_down_of_silu_gate_times_up(columns):
+    """Gates far below zero (silu exactly 0: the unit is skipped), far above, and near."""
+    rng = np.random.default_rng(3)
+    hidden, units = 24, 40
+    gate = random_sparse(units, hidden, 0.3, 4)
+    gate[:, 0] = rng.choice([-200.0, 30.0, 0.5], units)      # x[0] = 1: the unit's offset
+    up, down = random_sparse(units, hidden, 0.3, 5), random_sparse(hidden, units, 0.3, 6)
+    x = rng.standard_normal((hidden, columns)).astype(np.float32)
+    x[0] = 1.0
+    residual = rng.standard_normal((hidden, columns)).astype(np.float32)
+    want = residual + down @ (torch.nn.functional.silu(torch.from_numpy(gate @ x)).numpy()
+                              * (up @ x))
+    csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
+    arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
+    kernels.mlp_add(*arrays, x, residual)
+    np.testing.assert_allclose(residual, want, rtol=1e-5, atol=1e-4)
+
+
+def test_rms_norm_and_argmax():
+    x = np.random.default_rng(7).standard_normal((64, 5)).astype(np.float32)
+    scale = (1.0 + np.random.default_rng(8).standard_normal(64) * 0.1).astype(np.float32)
+    out = np.empty_like(x)
+    kernels.rms_norm(x, scale, np.float32(1e-6), out)
+    tx = torch.from_numpy(x.T.copy())
+    want = (tx * torch.rsqrt(tx.pow(2).mean(-1, keepdim=True) + 1e-6)) * torch.from_numpy(scale)
+    np.testing.assert_allclose(out.T, want.numpy(), rtol=1e-6, atol=1e-6)
+    logits = np.array([[1.0, 3.0], [2.0, 3.0], [2.0, 1.0]], dtype=np.float32)
+    chosen = np.empty(2, dtype=np.int64)
+    kernels.argmax_columns(logits, chosen)
+    assert chosen.tolist() == torch.from_numpy(logits).argmax(0).tolist() == [1, 0]
