@@ -337,8 +337,7 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
     kv_memory = np.empty(value_head_dim, dtype=np.float32)
     delta = np.empty(value_head_dim, dtype=np.float32)
     output = np.empty(value_head_dim, dtype=np.float32)
-    key_rows = np.empty(key_head_dim, dtype=np.int64)
-    query_rows = np.empty(key_head_dim, dtype=np.int64)
+    touched = np.empty(key_head_dim, dtype=np.int64)
     lanes = np.empty(LANES, dtype=np.float32)
     scale = np.float32(math.sqrt(key_head_dim))
     w0, w1, w2, w3 = conv_weight[0], conv_weight[1], conv_weight[2], conv_weight[3]
@@ -378,34 +377,35 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
                 for i in range(key_head_dim):
                     for j in range(value_head_dim):
                         memory[i, j] *= decay
-            # the key's and query's nonzero entries (a zero entry reads and writes nothing)
-            key_count, query_count = 0, 0
+            # rows of the state the key or the query reads (a zero entry reads and writes
+            # nothing)
+            count = 0
             for i in range(key_head_dim):
-                if key[key_base + i] != 0.0:
-                    key_rows[key_count] = i
-                    key_count += 1
-                if query[key_base + i] != 0.0:
-                    query_rows[query_count] = i
-                    query_count += 1
+                if key[key_base + i] != 0.0 or query[key_base + i] != 0.0:
+                    touched[count] = i
+                    count += 1
             kv_memory[:] = 0.0
-            for n in range(key_count):
-                i = key_rows[n]
+            for n in range(count):
+                i = touched[n]
                 weight = key[key_base + i]
-                for j in range(value_head_dim):
-                    kv_memory[j] += memory[i, j] * weight
+                if weight != 0.0:
+                    for j in range(value_head_dim):
+                        kv_memory[j] += memory[i, j] * weight
             for j in range(value_head_dim):
                 delta[j] = (mixed[value_base + j] - kv_memory[j]) * beta
-            for n in range(key_count):
-                i = key_rows[n]
-                weight = key[key_base + i]
-                for j in range(value_head_dim):
-                    memory[i, j] += weight * delta[j]
+            # the write, then the output read of the same row (the read needs only its own
+            # row written): one pass, rows in order, as the two passes would take them
             output[:] = 0.0
-            for n in range(query_count):
-                i = query_rows[n]
+            for n in range(count):
+                i = touched[n]
+                weight = key[key_base + i]
+                if weight != 0.0:
+                    for j in range(value_head_dim):
+                        memory[i, j] += weight * delta[j]
                 weight = query[key_base + i]
-                for j in range(value_head_dim):
-                    output[j] += memory[i, j] * weight
+                if weight != 0.0:
+                    for j in range(value_head_dim):
+                        output[j] += memory[i, j] * weight
             # the gated RMSNorm: (o * rsqrt(mean(o^2) + eps)) * weight * silu(z)
             squares = sum_of_squares(output, 0, value_head_dim, lanes)
             inverse = np.float32(1.0) / math.sqrt(squares / np.float32(value_head_dim) + eps)
