@@ -111,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
                                                         "--engine transformers")
     parser.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
                         help="what runs the checkpoint (default: the sparse engine)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="sparse engine: threads the rows are shared over")
     parser.add_argument("--results", type=Path, default=None, metavar="FILE",
                         help="append a JSON line per kernel run to FILE")
     parser.add_argument("--resume", action="store_true",
@@ -187,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             [entry[2] for entry in batch], args.model, check=True, progress=False,
             machine=machine, loaded=loaded, resume_ids=[entry[4] for entry in batch],
             pause_seconds=None if args.pause_at is None else args.pause_at - spent,
-            progress_every=args.progress_every or None)
+            progress_every=args.progress_every or None, threads=args.threads)
         for (_, name, _, expected, ids), outcome in zip(batch, outcomes):
             if isinstance(outcome, UserError):
                 failures += 1

@@ -3,8 +3,9 @@
 The prompt puts the machine into the state it has after reset (memories zero, registers at
 their reset values), or into the state given with `--state FILE` (JSON: element name -> a
 list of values, flat and row-major; a register is a list of one value; elements left out stay
-at reset).  Stock transformers then generates greedily until the end-of-launch token, and
-the generated tokens are decoded into records and printed.  `--check` also runs the reference
+at reset).  The model then writes greedily until the end-of-launch token (on the sparse
+engine, or with `--engine transformers` stock `generate()`), and the generated tokens are
+decoded into records and printed.  `--check` also runs the reference
 interpreter from the same state and fails at the first record that differs.  For QwenGPU
 launches (CUDA kernels) use `hdlc run --backend model`; this command serves any spec, such
 as `specs/counter.hdl`.
@@ -17,16 +18,18 @@ import json
 import time
 
 from qwengpu.commands.check import add_parameter_option, parse_overrides
+from qwengpu.commands.run import add_engine_argument
 from qwengpu.errors import UserError
 
 NAME = "generate"
-HELP = "run a compiled machine from its reset state with stock transformers, print the records"
+HELP = "run a compiled machine from its reset state inside its checkpoint, print the records"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", help="the HDL spec the checkpoint was compiled from")
     add_parameter_option(parser)
     parser.add_argument("--model", required=True, metavar="DIR", help="the compiled checkpoint")
+    add_engine_argument(parser)
     parser.add_argument("--state", metavar="FILE", help="JSON file with the starting state")
     parser.add_argument("--max-records", type=int, default=1000)
     parser.add_argument("--check", action="store_true",
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from qwengpu.runtime.prompt import simulator_state, state_prompt
 
     design = load_design(args.spec, parse_overrides(args.param, args.parser))
-    model, protocol = load_checkpoint(args.model)
+    model, protocol = load_checkpoint(args.model, engine=args.engine)
     sim = starting_simulator(design, args.state)
     prompt = state_prompt(protocol, simulator_state(sim))
     started = time.perf_counter()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Callable
 
@@ -62,7 +63,8 @@ def _run_model(launches: list[Launch], machine: Machine, args: argparse.Namespac
     from qwengpu.runtime.model_backend import run_launches_model
 
     outcomes = run_launches_model(launches, args.model, max_records=args.max_records,
-                                  check=args.check, machine=machine, engine=args.engine)
+                                  check=args.check, machine=machine, engine=args.engine,
+                                  threads=args.threads)
     if len(launches) == 1 and isinstance(outcomes[0], UserError):
         raise outcomes[0]
     return outcomes
@@ -84,6 +86,10 @@ def add_engine_argument(parser: argparse.ArgumentParser) -> None:
                         help="what runs the checkpoint: sparse = the project's engine, which "
                              "multiplies the checkpoint's nonzero tensors (default); "
                              "transformers = stock transformers generate(), the judge")
+    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1),
+                        metavar="N", help="sparse engine: share several launches' rows over "
+                                          "N threads (default: 2 where the machine has 2 "
+                                          "cores; the ids never depend on it)")
 
 
 def add_machine_arguments(parser: argparse.ArgumentParser) -> None:
@@ -138,6 +144,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.max_records < 1:
         raise UserError("--max-records must be at least 1")
+    if args.threads < 1:
+        raise UserError("--threads must be at least 1")
     if args.check and args.backend != "model":
         raise UserError("--check compares the model with the interpreter: it needs "
                         "--backend model")

@@ -101,19 +101,25 @@ def csr_matmul_add(indptr, indices, data, x, residual):
 
 @njit(cache=True, nogil=True)
 def rms_norm(x, scale, eps, out):
-    """Qwen3_5RMSNorm: out = x * rsqrt(mean(x^2) + eps) * scale, scale = 1 + weight."""
+    """Qwen3_5RMSNorm: out = x * rsqrt(mean(x^2) + eps) * scale, scale = 1 + weight; the sum
+    of squares as `sum_of_squares` takes it, in every column."""
     dims, columns = x.shape
     if columns <= FEW_COLUMNS:
+        lanes = np.empty(LANES, dtype=np.float32)
         for column in range(columns):
-            _rms_norm_column(x[:, column], scale, eps, out[:, column])
+            _rms_norm_column(x[:, column], scale, eps, out[:, column], lanes)
         return
-    squares = np.zeros(columns, dtype=np.float32)
+    squares = np.zeros((LANES, columns), dtype=np.float32)
     for d in range(dims):
+        lane = squares[d % LANES]
         for column in range(columns):
-            squares[column] += x[d, column] * x[d, column]
+            lane[column] += x[d, column] * x[d, column]
     inverse = np.empty(columns, dtype=np.float32)
     for column in range(columns):
-        inverse[column] = np.float32(1.0) / math.sqrt(squares[column] / np.float32(dims) + eps)
+        total = squares[0, column]
+        for lane in range(1, LANES):
+            total += squares[lane, column]
+        inverse[column] = np.float32(1.0) / math.sqrt(total / np.float32(dims) + eps)
     for d in range(dims):
         weight = scale[d]
         for column in range(columns):
@@ -121,10 +127,8 @@ def rms_norm(x, scale, eps, out):
 
 
 @njit(cache=True, nogil=True)
-def _rms_norm_column(x, scale, eps, out):
-    squares = np.float32(0.0)
-    for d in range(x.shape[0]):
-        squares += x[d] * x[d]
+def _rms_norm_column(x, scale, eps, out, lanes):
+    squares = sum_of_squares(x, 0, x.shape[0], lanes)
     inverse = np.float32(1.0) / math.sqrt(squares / np.float32(x.shape[0]) + eps)
     for d in range(x.shape[0]):
         out[d] = (x[d] * inverse) * scale[d]

@@ -385,11 +385,11 @@ def _is_engine(model) -> bool:
 
 
 def _run_on_engine(engine, rows: list[_Row], display: _Progress, deadline: float | None,
-                   prefill_chunk_size: int) -> None:
+                   prefill_chunk_size: int, threads: int) -> None:
     """Feed each row the ids the sparse engine writes for it, a step at a time, until every
     row is done or `deadline` (perf_counter) has passed."""
     session = engine.session([row.prompt + row.ids for row in rows], eos_id=None,
-                             prefill_chunk=prefill_chunk_size)
+                             prefill_chunk=prefill_chunk_size, threads=threads)
     display.prompts_given(sum(len(row.ids) for row in rows))
     for step in session:
         for index, token_id in step:
@@ -409,6 +409,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
                        machine=None, loaded=None, resume_ids: list[list[int]] | None = None,
                        pause_seconds: float | None = None, prefill_chunk_size: int = 1024,
                        progress_every: float | None = None, engine: str = DEFAULT_ENGINE,
+                       threads: int = 1,
                        ) -> list[DecodedLaunch | Unfinished | UserError]:
     """Run several launches on a compiled checkpoint as one batch (one row a launch) on
     `engine` (`ENGINES`).  Each entry of the answer is the launch's outcome, or the error that ended its
@@ -420,7 +421,9 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
     `Unfinished` (its ids so far).  `resume_ids[i]` are ids an earlier sitting's model wrote
     for launch i (its `Unfinished.ids`): they are decoded and checked again, then given after
     the prompt in prefill chunks of `prefill_chunk_size` tokens, and generation goes on.
-    `progress_every` writes a progress line to stderr that often (seconds), terminal or not."""
+    `progress_every` writes a progress line to stderr that often (seconds), terminal or not.
+    `threads` shares the rows out over that many threads on the sparse engine (the ids do
+    not depend on it)."""
     model, protocol = loaded or load_checkpoint(model_dir, device, engine)
     rows = [_Row(launch, protocol, machine, check, max_records) for launch in launches]
     for row, earlier in zip(rows, resume_ids or []):
@@ -433,7 +436,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
     deadline = None if pause_seconds is None else started + pause_seconds
     try:
         if running and _is_engine(model):
-            _run_on_engine(model, running, display, deadline, prefill_chunk_size)
+            _run_on_engine(model, running, display, deadline, prefill_chunk_size, threads)
         elif running:
             generate_greedy(model, protocol, [row.prompt + row.ids for row in running],
                             max_records, streamer=_streamer(running, display),

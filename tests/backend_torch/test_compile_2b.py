@@ -2,7 +2,8 @@
 Qwen3.5-2B target (hidden 2048, intermediate 6144, 16 DeltaNet heads, 45 layers with every
 fourth full attention), written in bf16 (5.2 GB, about 2 minutes and 6 GB of memory each),
 and the whole QwenGPU in it with binary values (fp32, 10.5 GB), loaded by stock
-transformers and run greedily: the traces and records equal the interpreter's."""
+transformers and run greedily: the traces and records equal the interpreter's, and the
+sparse engine writes the same ids (here and in every compile test, through run_case)."""
 
 from __future__ import annotations
 
@@ -70,26 +71,48 @@ def test_the_whole_qwengpu_on_the_2b_shape(tmp_path):
 
 
 def test_a_cuda_kernel_inside_the_2b_model(tmp_path, capsys):
-    """`hdlc compile specs/qwengpu.hdl --target qwen3.5-2b` and `hdlc run --backend model
-    --check` on an example of the corpus: stock transformers writes the whole launch (10
-    records, 541 tokens after a 1,163-token prompt; about 6 minutes on 2 cores), the
-    interpreter agrees record for record, and the kernel's store past the end of memory
-    traps as its independent expected.json says."""
+    """`hdlc compile specs/qwengpu.hdl --target qwen3.5-2b`, then a kernel of the corpus
+    written by stock transformers (`generate()`, the judge: 10 records, 541 tokens after a
+    1,163-token prompt; about 6 minutes on 2 cores) and by the sparse engine: the same ids,
+    the interpreter's trace encoded, and the kernel's store past the end of memory traps as
+    its independent expected.json says.  Then more kernels on the engine alone with
+    `hdlc run --backend model --check` (every record checked against the interpreter, the
+    buffers against expected.json)."""
     import json
     from pathlib import Path
 
     from qwengpu.cli import main
+    from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
+    from qwengpu.runtime.machine_file import checkpoint_machine
+    from qwengpu.runtime.model_backend import generate_greedy, load_checkpoint
+    from qwengpu.runtime.prompt import build_prompt
 
-    example = Path(__file__).resolve().parents[2] / "examples" / "out_of_bounds"
+    examples = Path(__file__).resolve().parents[2] / "examples"
     assert main(["compile", "specs/qwengpu.hdl", "--target", "qwen3.5-2b",
                  "-o", str(tmp_path)]) == 0
     gc.collect()
+    machine = checkpoint_machine(tmp_path)
+    launch = load_launch(examples / "out_of_bounds" / "launch.json", machine_limits(machine))
+    written = {}
+    for engine in ("transformers", "sparse"):
+        model, protocol = load_checkpoint(tmp_path, "cpu", engine)
+        trace = protocol.encode_records(run_launch_sim(launch, machine=machine).records)
+        prompt = build_prompt(launch, protocol, machine)
+        written[engine], = generate_greedy(model, protocol, [prompt], 12)
+        del model
+        gc.collect()
+    assert written["sparse"] == written["transformers"] == trace
+    kernels = ["out_of_bounds", "vector_add", "multi_warp", "unseen/gcd"]
     capsys.readouterr()
-    code = main(["run", str(example / "launch.json"), "--backend", "model",
-                 "--model", str(tmp_path), "--check", "--json"])
+    code = main(["run", *(str(examples / kernel / "launch.json") for kernel in kernels),
+                 "--backend", "model", "--model", str(tmp_path), "--check", "--json"])
     out, err = capsys.readouterr()
-    result = json.loads(out)
-    expected = json.loads((example / "expected.json").read_text())
-    assert code == 1 and "differs" not in err, err      # 1: the kernel traps
-    assert result["trap"]["kind"].startswith(expected["trap"])
-    assert result["records"] == 10 and result["tokens"] > 0
+    assert code == 1 and "differs" not in err, err      # 1: out_of_bounds traps
+    results = [json.loads(line) for line in out.splitlines()]
+    for kernel, result in zip(kernels, results):
+        expected = json.loads((examples / kernel / "expected.json").read_text())
+        if "trap" in expected:
+            assert result["trap"]["kind"].startswith(expected["trap"]), kernel
+            assert result["records"] == 10
+        else:
+            assert result["trap"] is None and result["buffers"] == expected["buffers"], kernel

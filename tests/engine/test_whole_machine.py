@@ -1,0 +1,79 @@
+"""The whole QwenGPU inside the model, on the sparse engine: the README's main job.
+
+`hdlc compile specs/qwengpu.hdl --target min` (4 lanes, 8 warps, 45 layers: about a minute,
+6.5 GB of memory at its peak and 5.6 GB on disk), then `hdlc run A B ... --backend model
+--check --json` on kernels of the corpus as one batch: the engine writes every launch, the
+reference interpreter follows each row in lockstep (`--check`: the first token that differs
+fails the row), and the buffers (or the trap) are compared with each example's
+expected.json, which its independent model.py wrote.  Several warps and two blocks, a
+partly filled warp, divergence, early exits, warp-wide operations, a trap and a kernel the
+project was not developed on (unseen/) are among them, and vector_add (two blocks of eight
+threads) runs alone as the README runs it; the whole corpus passes the same way in
+bench/corpus_on_model.py (docs/engine.md).
+
+Stock transformers, the judge, is held beside the engine on the same whole machine by the
+slow test in tests/backend_torch/test_compile_2b.py (which CI runs), and on every small
+compiled machine by the compile tests (test_compile_harness.run_case).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from qwengpu.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from readme_job import COMPILE, RUN  # noqa: E402  (tests/readme_job.py)
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+KERNELS = ["out_of_bounds", "serial_mad", "warp_ops", "early_return", "unseen/hash_mix",
+           "saxpy_int"]
+
+
+@pytest.fixture(scope="module")
+def whole_machine(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("qwengpu_whole")
+    assert main([*COMPILE, "-o", str(directory)]) == 0
+    return directory
+
+
+def expected_of(kernel: str) -> dict:
+    return json.loads((EXAMPLES / kernel / "expected.json").read_text())
+
+
+def test_kernels_inside_the_whole_machine(whole_machine, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    launches = [f"examples/{kernel}/launch.json" for kernel in KERNELS]
+    capsys.readouterr()
+    code = main(["run", *launches, "--backend", "model", "--model", str(whole_machine),
+                 "--check", "--json"])
+    out, err = capsys.readouterr()
+    results = {line["launch"]: line for line in map(json.loads, out.splitlines())}
+    assert "differs" not in err and "error:" not in err.replace("trap", ""), err
+    assert code == 1                                   # out_of_bounds traps, as it should
+    for kernel, launch in zip(KERNELS, launches):
+        result, expected = results[launch], expected_of(kernel)
+        assert result["engine"] == "sparse" and result["tokens"] > 0, kernel
+        if "trap" in expected:
+            assert result["trap"]["kind"].startswith(expected["trap"]), kernel
+        else:
+            assert result["trap"] is None, kernel
+            assert result["buffers"] == expected["buffers"], kernel
+
+
+def test_the_readme_main_job(whole_machine, capsys, monkeypatch):
+    """`hdlc run examples/vector_add/launch.json --backend model --model DIR --check
+    --trace`: every record printed, the buffers those of expected.json."""
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    assert main([*RUN, "--model", str(whole_machine)]) == 0
+    out = capsys.readouterr().out
+    expected = expected_of("vector_add")["buffers"]
+    assert f"c = {expected['c']}" in out
+    assert len(re.findall(r"^#\d+ ", out, re.MULTILINE)) == 76       # every record, numbered
