@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from qwengpu.runtime.prompt import simulator_state, state_prompt
 
     design = load_design(args.spec, parse_overrides(args.param, args.parser))
-    model, protocol = load_checkpoint(args.model, engine=args.engine)
+    model, protocol = load_checkpoint(args.model, args.device, args.engine)
     sim = starting_simulator(design, args.state)
     prompt = state_prompt(protocol, simulator_state(sim))
     started = time.perf_counter()

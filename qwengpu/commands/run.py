@@ -64,7 +64,7 @@ def _run_model(launches: list[Launch], machine: Machine, args: argparse.Namespac
 
     outcomes = run_launches_model(launches, args.model, max_records=args.max_records,
                                   check=args.check, machine=machine, engine=args.engine,
-                                  threads=args.threads)
+                                  threads=args.threads, device=args.device)
     if len(launches) == 1 and isinstance(outcomes[0], UserError):
         raise outcomes[0]
     return outcomes
@@ -86,6 +86,12 @@ def add_engine_argument(parser: argparse.ArgumentParser) -> None:
                         help="what runs the checkpoint: sparse = the project's engine, which "
                              "multiplies the checkpoint's nonzero tensors (default); "
                              "transformers = stock transformers generate(), the judge")
+    parser.add_argument("--device", default=None, metavar="DEVICE",
+                        help="torch device the model runs on; the sparse engine runs its "
+                             "compiled kernels on the CPU (default, or 'cpu') and its torch "
+                             "version on any other device ('cuda', or 'cpu:0' for the torch "
+                             "version on the CPU); transformers: default cuda where there "
+                             "is one")
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1),
                         metavar="N", help="sparse engine: share several launches' rows over "
                                           "N threads (default: 2 where the machine has 2 "

@@ -125,6 +125,11 @@ class SparseEngine:
     def new_state(self, rows: int) -> State:
         return State(self.weights, rows)
 
+    def reserve(self, state: State, positions: int) -> None:
+        """Room for `positions` tokens a row in `state`'s caches and the rotary tables."""
+        state.reserve(positions)
+        self._rotary(positions)
+
     def _rotary(self, positions: int) -> tuple[np.ndarray, np.ndarray]:
         if self._cos.shape[0] < positions:
             count = max(positions, 2 * self._cos.shape[0], 1024)
@@ -259,8 +264,7 @@ class Session:
 
     def _grow(self, positions: int) -> None:
         """Room for `positions` tokens a row (caches, rotary tables), before threads run."""
-        self.state.reserve(positions)
-        self.engine._rotary(positions)
+        self.engine.reserve(self.state, positions)
 
     def _prefill(self) -> dict[int, int]:
         started = time.perf_counter()

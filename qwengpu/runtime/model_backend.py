@@ -62,7 +62,9 @@ class CheckMismatch(UserError):
 def load_checkpoint(directory: str | Path, device: str | None = None,
                     engine: str = DEFAULT_ENGINE):
     """(model, protocol) of a compiled checkpoint directory; clear errors for what is amiss.
-    The model is a `SparseEngine` (`engine="sparse"`, on the CPU) or a transformers model
+    The model is the sparse engine (`engine="sparse"`: `SparseEngine`'s compiled kernels on
+    the CPU for `device` None or "cpu", else `TorchSparseEngine` on that torch device, e.g.
+    "cuda", or "cpu:0" for its torch version on the CPU) or a transformers model
     (`"transformers"`, on `device`, default cuda where there is one)."""
     path = Path(directory)
     if not path.is_dir():
@@ -74,13 +76,16 @@ def load_checkpoint(directory: str | Path, device: str | None = None,
         raise UserError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     protocol = TraceProtocol.load(path)
     if engine == "sparse":
-        if device is not None and not str(device).startswith("cpu"):
-            raise UserError(f"the sparse engine runs on the CPU; for {device} use --engine "
-                            "transformers")
-        from qwengpu.engine import SparseEngine
+        from qwengpu.engine import SparseEngine, read_weights
 
-        model = SparseEngine.load(path)
-        eos, vocab = _generation_eos(path, model.weights.eos_token_id), model.weights.vocab_size
+        weights = read_weights(path)
+        if device is None or str(device) == "cpu":
+            model = SparseEngine(weights)
+        else:
+            from qwengpu.engine.torch_engine import TorchSparseEngine
+
+            model = TorchSparseEngine(weights, device)
+        eos, vocab = _generation_eos(path, weights.eos_token_id), weights.vocab_size
     else:
         model = _load_transformers(path, directory, device)
         eos = model.generation_config.eos_token_id
@@ -374,8 +379,9 @@ def generate_greedy(model, protocol: TraceProtocol, prompts: list[list[int]],
 
 
 def model_device(model) -> str:
-    """Where a loaded model runs: the sparse engine on the CPU, transformers on its device."""
-    return "cpu" if _is_engine(model) else str(model.device)
+    """Where a loaded model runs (the sparse engine on the CPU unless it was put on a torch
+    device)."""
+    return str(getattr(model, "device", "cpu"))
 
 
 def _is_engine(model) -> bool:
