@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     # the machine the checkpoint was compiled from (or the default one), for both backends
     machine = checkpoint_machine(args.model) if args.model else load_machine()
 
-    where = "cpu" if args.engine == "sparse" else _device_name(args.device)
+    on_cpu = args.engine == "sparse" and args.device in (None, "cpu")   # its compiled kernels
+    where = "cpu" if on_cpu else _device_name(args.device)
     print(f"machine: {platform.machine()} {platform.processor() or ''} python "
           f"{platform.python_version()}; model: {args.engine} engine on {where}")
     header = (f"{'kernel':<16} {'backend':<12} {'records':>8} {'tok/rec':>8} {'records/s':>11} "

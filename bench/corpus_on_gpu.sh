@@ -10,8 +10,10 @@
 #    checkpoint's nonzeros per layer (BENCH=0 leaves it out);
 # 3. bench/corpus_on_model.py: the example kernels (KERNELS, comma-separated: default all)
 #    of at most MAX_RECORDS records (default 140; MAX_RECORDS= for no limit), shortest first,
-#    BATCH launches a generate() call (default 16), the interpreter in lockstep and the
-#    buffers against expected.json.
+#    BATCH launches a batch (default 16), the interpreter in lockstep and the buffers against
+#    expected.json.
+# The model runs on ENGINE (default sparse: the sparse engine's torch version on DEVICE;
+# ENGINE=transformers: stock generate()).
 # BUDGET_S seconds in all (default 560); no corpus batch starts after 60% of what is left.
 # Logs go to LOG_DIR (default out/corpus-gpu). RESULTS=FILE appends a JSON line per kernel
 # to FILE and skips the kernels FILE records as passed on this very checkpoint (corpus_on_model
@@ -47,12 +49,14 @@ fi
 if [ "${BENCH:-1}" != 0 ]; then
     echo "== bench ($SECONDS s)"
     timeout "$(left)" python3 bench/bench_launch.py --model "$MODEL" --device "$DEVICE" --batch \
+        --engine "${ENGINE:-sparse}" \
         --kernels serial_mad,pair_ops,warp_ops 2>&1 \
         | grep -v '^\[transformers\]' | tee "$LOG_DIR/bench.log" || status=1
 fi
 echo "== corpus ($SECONDS s)"
 [ -n "${RESULTS:-}" ] && RESUME+=(--pause-at $(( $(left) > 60 ? $(left) - 45 : 15 )))
 timeout "$(left)" python3 bench/corpus_on_model.py --model "$MODEL" --device "$DEVICE" \
+    --engine "${ENGINE:-sparse}" \
     --batch "$BATCH" "${CHOICE[@]}" --budget $(( (BUDGET_S - SECONDS) * 6 / 10 )) \
     "${RESUME[@]}" 2>&1 | grep -v '^\[transformers\]' | tee "$LOG_DIR/corpus.log" || status=1
 echo "== done ($SECONDS s), status $status"

@@ -4,8 +4,9 @@
 #     bench/reduced_on_gpu.sh [LOG_DIR]
 #
 # 1. `hdlc compile specs/qwengpu.hdl --target min` with the reduced parameters (fp32);
-# 2. the one-thread example kernels inside the model, `hdlc run --backend model --check --json`
-#    (stock transformers writes the trace, the reference interpreter follows in lockstep);
+# 2. the one-thread example kernels inside the model, `hdlc run --backend model --check --json
+#    --device DEVICE` (ENGINE writes the trace: the sparse engine's torch version by default,
+#    ENGINE=transformers for stock generate(); the reference interpreter follows in lockstep);
 # 3. the slow single-step test of every opcode on that checkpoint, on the GPU;
 # 4. bench/bench_launch.py beside the interpreter, with the checkpoint's nonzeros per layer.
 # Each step gets what is left of BUDGET_S seconds (default 1500), so the script ends in time.
@@ -34,6 +35,7 @@ cp "$MODEL/schedule.txt" "$LOG_DIR/" 2>/dev/null
 run_kernel() {
     echo "== $1 ($SECONDS s)"
     hdlc run "examples/$1/launch.json" --backend model --model "$MODEL" --check --json \
+        --device "$DEVICE" --engine "${ENGINE:-sparse}" \
         > "$LOG_DIR/run-$1.json" 2> "$LOG_DIR/run-$1.err" || status=1
     cat "$LOG_DIR/run-$1.json"; tail -n 3 "$LOG_DIR/run-$1.err" | grep -v '^\[transformers\]'
 }
@@ -45,7 +47,7 @@ QWENGPU_TEST_DEVICE=$DEVICE QWENGPU_REDUCED_MODEL=$MODEL timeout "$(left)" pytho
     | tee "$LOG_DIR/single_step.log" | tail -n 5 || status=1
 echo "== bench ($SECONDS s)"
 timeout "$(left)" python3 bench/bench_launch.py --model "$MODEL" --kernels serial_mad \
-    --device "$DEVICE" 2>&1 | grep -v '^\[transformers\]' | tee "$LOG_DIR/bench.log" || status=1
+    --device "$DEVICE" --engine "${ENGINE:-sparse}" 2>&1 | grep -v '^\[transformers\]' | tee "$LOG_DIR/bench.log" || status=1
 for kernel in ${MORE_KERNELS:-serial_horner serial_sort}; do run_kernel "$kernel"; done
 echo "== done ($SECONDS s), status $status"
 exit $status

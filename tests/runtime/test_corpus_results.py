@@ -1,5 +1,7 @@
-"""The committed results of the corpus inside the whole machine (bench/results/corpus-min.jsonl)
-agree with the interpreter and say what docs/trace.md claims: every runnable example of the
+"""The committed results of the corpus inside the whole machine agree with the interpreter and
+say what docs/trace.md and docs/engine.md claim, in each file: bench/results/corpus-min.jsonl
+(stock transformers, the min build, over many sittings) and corpus-2b-engine.jsonl (the
+sparse engine, the qwen3.5-2b build, one sitting): every runnable example of the
 corpus, the unseen ones included, passed on the latest checkpoint (by the rule `--resume`
 skips kernels by: bench/corpus_on_model.py's `results_before`), each `ok` line with as many
 records (and tokens) as the interpreter's run of that launch, and the ids of each
@@ -10,39 +12,44 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from runtime_helpers import EXAMPLES_DIR, IDS, ROOT, bench_script, default_protocol, sim_result
 from qwengpu.runtime.decode import TraceDecoder
 
-RESULTS = ROOT / "bench" / "results" / "corpus-min.jsonl"
+RESULTS = [ROOT / "bench" / "results" / name
+           for name in ("corpus-min.jsonl", "corpus-2b-engine.jsonl")]
 
 
-def _lines_on_latest_checkpoint() -> list[dict]:
+def _lines_on_latest_checkpoint(results) -> list[dict]:
     """The lines on the checkpoint of the file's last line, in the file's order."""
-    lines = [json.loads(text) for text in RESULTS.read_text().splitlines() if text.strip()]
+    lines = [json.loads(text) for text in results.read_text().splitlines() if text.strip()]
     return [line for line in lines if line["checkpoint"] == lines[-1]["checkpoint"]]
 
 
-def _lines_to_check() -> list[dict]:
+def _lines_to_check(results) -> list[dict]:
     """Each kernel's latest line, and the `unfinished` line a resumed one went on from."""
-    lines = _lines_on_latest_checkpoint()
+    lines = _lines_on_latest_checkpoint(results)
     latest = {line["kernel"]: line for line in lines}
     resumed_from = [line for line in lines if line["verdict"] == "unfinished"
                     and line["tokens"] == latest[line["kernel"]].get("resumed_tokens")]
     return list(latest.values()) + resumed_from
 
 
-def test_every_runnable_kernel_passed_on_the_latest_checkpoint():
-    checkpoint = _lines_on_latest_checkpoint()[-1]["checkpoint"]
-    passed, unfinished = bench_script("corpus_on_model").results_before(RESULTS, checkpoint)
+@pytest.mark.parametrize("results", RESULTS, ids=lambda path: path.name)
+def test_every_runnable_kernel_passed_on_the_latest_checkpoint(results):
+    checkpoint = _lines_on_latest_checkpoint(results)[-1]["checkpoint"]
+    passed, unfinished = bench_script("corpus_on_model").results_before(results, checkpoint)
     missing = sorted(set(IDS) - passed)
-    assert not missing, (f"no `ok` line for {missing} in {RESULTS.name}: run "
-                         "bench/corpus_on_model.py --results ... --resume on the min build")
+    assert not missing, (f"no `ok` line for {missing} in {results.name}: run "
+                         "bench/corpus_on_model.py --results ... --resume on its build")
     assert not unfinished, f"an `unfinished` line after the last `ok`: {sorted(unfinished)}"
 
 
-def test_the_results_agree_with_the_interpreter():
+@pytest.mark.parametrize("results", RESULTS, ids=lambda path: path.name)
+def test_the_results_agree_with_the_interpreter(results):
     protocol = default_protocol()
-    for line in _lines_to_check():
+    for line in _lines_to_check(results):
         name = line["kernel"]
         records = sim_result(EXAMPLES_DIR / name).records
         if line["verdict"] == "ok":
