@@ -3,6 +3,7 @@
     python bench/bench_engine.py --model DIR                       # vector_add's prompt
     python bench/bench_engine.py --model DIR --kernel saxpy_int --new-tokens 540
     python bench/bench_engine.py --model DIR --batches 1,32 --threads 1,2 --stock-batches 1,32
+    python bench/bench_engine.py --model DIR --device cuda      # the engine's torch version
 
 In one process, on the same checkpoint, the same launch prompt (`--kernel`, for the
 checkpoint's own machine) and the same number of new tokens, it times:
@@ -62,7 +63,7 @@ def time_stock(model, prompt: list[int], batch: int, new_tokens: int
     `generate()`: one new token, then new_tokens."""
     import torch
 
-    input_ids = torch.tensor([prompt] * batch)
+    input_ids = torch.tensor([prompt] * batch, device=model.device)
 
     def generate(count: int):
         started = time.perf_counter()
@@ -91,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="stock transformers batch sizes ('' for none; 32 takes long)")
     parser.add_argument("--stock-tokens", type=int, default=16,
                         help="tokens stock transformers writes (it is slow)")
+    parser.add_argument("--device", default=None,
+                        help="torch device of both engines (default: the CPU, where the "
+                             "sparse engine runs its compiled kernels; cuda: its torch "
+                             "version, docs/engine.md)")
     args = parser.parse_args(argv)
     batches = [int(value) for value in args.batches.split(",") if value]
     threads = [int(value) for value in args.threads.split(",") if value]
@@ -108,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     launch = load_launch(ROOT / "examples" / args.kernel / "launch.json",
                          machine_limits(machine))
     started = time.perf_counter()
-    engine, protocol = load_checkpoint(args.model, engine="sparse")
+    engine, protocol = load_checkpoint(args.model, args.device, "sparse")
     load_seconds = time.perf_counter() - started
     prompt = build_prompt(launch, protocol, machine)
     trace = protocol.encode_records(run_launch_sim(launch, machine=machine).records)
@@ -124,9 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         records = decoder.records
         return len(records), sum(bin(record["active"]).count("1") for record in records)
 
+    device = args.device or "cpu"
+    if device.startswith("cuda"):
+        device += f" ({torch.cuda.get_device_name()})"
     print(f"machine: {platform.machine()} {platform.processor() or ''}, "
-          f"{torch.get_num_threads()} torch threads by default; checkpoint {args.model}; "
-          f"prompt of examples/{args.kernel}: {len(prompt)} tokens")
+          f"{torch.get_num_threads()} torch threads by default; device {device}; checkpoint "
+          f"{args.model}; prompt of examples/{args.kernel}: {len(prompt)} tokens")
     header = (f"{'engine':<13} {'batch':>5} {'threads':>7} {'prefill s':>9} {'tokens':>7} "
               f"{'tokens/s':>9} {'ratio':>7} {'records/s':>10} {'thread-instr/s':>14}  same")
     print(header)
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
     stock_rows = []
     if stock_batches:
-        model, _ = load_checkpoint(args.model, "cpu", "transformers")
+        model, _ = load_checkpoint(args.model, args.device or "cpu", "transformers")
         for batch in stock_batches:
             for count in threads:
                 torch.set_num_threads(count)

@@ -77,3 +77,20 @@ def test_the_readme_main_job(whole_machine, capsys, monkeypatch):
     expected = expected_of("vector_add")["buffers"]
     assert f"c = {expected['c']}" in out
     assert len(re.findall(r"^#\d+ ", out, re.MULTILINE)) == 76       # every record, numbered
+
+
+def test_the_engine_benchmark_on_the_whole_machine(whole_machine, capsys):
+    """bench/bench_engine.py (stock transformers left out: minutes) prints one line per batch
+    and thread count, each writing the interpreter's trace ("yes"), and exits 0."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_engine",
+                                                  ROOT / "bench" / "bench_engine.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    capsys.readouterr()
+    assert bench.main(["--model", str(whole_machine), "--new-tokens", "60", "--batches", "1,3",
+                       "--threads", "1,2", "--stock-batches", ""]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()
+            if line.startswith("sparse ")]
+    assert len(rows) == 4 and all(row[-1] == "yes" for row in rows), rows

@@ -333,3 +333,22 @@ def test_the_benchmark_reports_a_failing_model(random_checkpoint, capsys):
     assert code == 1
     assert out.count("failed: --check: record 0 (warp 0, pc 0) differs") == 2, out
     assert "nonzero weights per layer" in out
+
+
+def test_the_engine_benchmark_sets_both_engines_side_by_side(random_checkpoint, capsys):
+    """bench/bench_engine.py on a model that is not a QwenGPU: a line per engine, batch and
+    thread count (stock transformers first, the ratio to its one-row rate), neither equal to
+    the interpreter's trace, so the exit status is 1; then the engine's memory line."""
+    bench = bench_script("bench_engine")
+    capsys.readouterr()
+    code = bench.main(["--model", str(random_checkpoint), "--new-tokens", "6",
+                       "--stock-tokens", "3", "--batches", "1,3", "--threads", "1,2"])
+    out = capsys.readouterr().out
+    assert code == 1
+    rows = [line.split() for line in out.splitlines()
+            if line.startswith(("transformers ", "sparse "))]
+    assert [row[:3] for row in rows] == [
+        ["transformers", "1", "1"], ["transformers", "1", "2"], ["sparse", "1", "1"],
+        ["sparse", "1", "2"], ["sparse", "3", "1"], ["sparse", "3", "2"]], out
+    assert rows[0][6] == "1.0x" and all(row[-1] == "NO" for row in rows[:2]), out
+    assert "engine: read in" in out and "peak memory" in out
