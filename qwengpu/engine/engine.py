@@ -104,12 +104,6 @@ class State:
                 grown[:, :, :keys.shape[2]] = cache[index]
                 cache[index] = grown
 
-    @property
-    def nbytes(self) -> int:
-        arrays = [*self.conv.values(), *self.memory.values(), *self.keys.values(),
-                  *self.values.values()]
-        return sum(array.nbytes for array in arrays)
-
 
 class SparseEngine:
     """A compiled checkpoint's decoder, run from its own tensors (see the module doc)."""
@@ -146,6 +140,8 @@ class SparseEngine:
         tokens = np.asarray(tokens, dtype=np.int64)
         slots = np.asarray(slots, dtype=np.int64)
         columns = tokens.shape[0]
+        if columns and not 0 <= tokens.min() <= tokens.max() < weights.vocab_size:
+            raise ValueError(f"token ids must lie in 0..{weights.vocab_size - 1}")
         positions = np.empty(columns, dtype=np.int64)
         for column, slot in enumerate(slots.tolist()):
             positions[column] = state.positions[slot]

@@ -276,6 +276,12 @@ def _check_supported(config: dict, where: Path) -> None:
     missing = [key for key in needed if key not in config]
     if missing:
         raise CheckpointError(f"{where}: {', '.join(missing)} missing")
+    for key in needed[:4]:
+        if not isinstance(config[key], int) or isinstance(config[key], bool) \
+                or config[key] < 1:
+            raise CheckpointError(f"{where}: {key} is {config[key]!r}, not a positive integer")
+    if not isinstance(config["layer_types"], list):
+        raise CheckpointError(f"{where}: layer_types is not a list")
     if config.get("hidden_act", "silu") != "silu":
         refuse(f"hidden_act {config['hidden_act']!r}")
     if config.get("attention_bias", False):

@@ -58,6 +58,8 @@ def test_not_a_checkpoint(tmp_path):
     ({"dtype": "float16"}, "dtype 'float16' is not implemented"),
     ({"layer_types": ["linear_attention"] * 3 + ["mamba"]}, "layer type 'mamba'"),
     ({"hidden_size": None}, "hidden_size missing"),
+    ({"vocab_size": "97"}, "vocab_size is '97', not a positive integer"),
+    ({"layer_types": "linear_attention"}, "layer_types is not a list"),
     ({"hidden_size": 32}, "has shape (97, 64), config.json implies (97, 32)"),
 ])
 def test_config_problems(good, tmp_path, changes, message):
