@@ -94,3 +94,17 @@ def test_the_engine_benchmark_on_the_whole_machine(whole_machine, capsys):
     rows = [line.split() for line in capsys.readouterr().out.splitlines()
             if line.startswith("sparse ")]
     assert len(rows) == 4 and all(row[-1] == "yes" for row in rows), rows
+
+
+def test_the_whole_machine_is_the_one_the_corpus_ran_on(whole_machine):
+    """The compile is pinned: its fingerprint (bench/corpus_on_model.py's: SHA-256 of the
+    weights, config and protocol) is the one the latest lines of
+    bench/results/corpus-min.jsonl name, so those results are results of this compiler."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("corpus_on_model",
+                                                  ROOT / "bench" / "corpus_on_model.py")
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    lines = (ROOT / "bench" / "results" / "corpus-min.jsonl").read_text().splitlines()
+    assert corpus.fingerprint(whole_machine) == json.loads(lines[-1])["checkpoint"]
