@@ -43,6 +43,16 @@ def whole_machine(tmp_path_factory) -> Path:
     return directory
 
 
+def bench_module(name: str):
+    """bench/NAME.py as a module (the bench scripts are not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def expected_of(kernel: str) -> dict:
     return json.loads((EXAMPLES / kernel / "expected.json").read_text())
 
@@ -82,12 +92,7 @@ def test_the_readme_main_job(whole_machine, capsys, monkeypatch):
 def test_the_engine_benchmark_on_the_whole_machine(whole_machine, capsys):
     """bench/bench_engine.py (stock transformers left out: minutes) prints one line per batch
     and thread count, each writing the interpreter's trace ("yes"), and exits 0."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_engine",
-                                                  ROOT / "bench" / "bench_engine.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_module("bench_engine")
     capsys.readouterr()
     assert bench.main(["--model", str(whole_machine), "--new-tokens", "60", "--batches", "1,3",
                        "--threads", "1,2", "--stock-batches", ""]) == 0
@@ -100,11 +105,6 @@ def test_the_whole_machine_is_the_one_the_corpus_ran_on(whole_machine):
     """The compile is pinned: its fingerprint (bench/corpus_on_model.py's: SHA-256 of the
     weights, config and protocol) is the one the latest lines of
     bench/results/corpus-min.jsonl name, so those results are results of this compiler."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("corpus_on_model",
-                                                  ROOT / "bench" / "corpus_on_model.py")
-    corpus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(corpus)
+    corpus = bench_module("corpus_on_model")
     lines = (ROOT / "bench" / "results" / "corpus-min.jsonl").read_text().splitlines()
     assert corpus.fingerprint(whole_machine) == json.loads(lines[-1])["checkpoint"]
