@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from qwengpu.runtime.decode import TraceDecoder
+    from qwengpu.trace.decode import TraceDecoder
     from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
     from qwengpu.runtime.machine_file import checkpoint_machine
     from qwengpu.runtime.model_backend import load_checkpoint

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pause_at is not None and args.results is None:
         parser.error("--pause-at needs --results FILE (where the unfinished launches go)")
 
-    from qwengpu.backend_torch.protocol import TraceProtocol
+    from qwengpu.trace.protocol import TraceProtocol
     from qwengpu.errors import UserError
     from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
     from qwengpu.runtime.machine_file import checkpoint_machine

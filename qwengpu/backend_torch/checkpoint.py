@@ -27,7 +27,7 @@ from qwengpu.backend_torch.emit import embedding_table, emit_memory, emit_mlp, e
 from qwengpu.backend_torch.gadgets.core import DRIVES, Form, MlpWriter
 from qwengpu.backend_torch.model import blank_model, make_config
 from qwengpu.backend_torch.plan import Plan, build_plan
-from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.backend_torch.encodings import ONEHOT_ONLY, choose_encodings
 from qwengpu.backend_torch.residual import BINARY, Group, ResidualLayout, residual_rms
 from qwengpu.backend_torch.schedule import Schedule, format_schedule, schedule_plan

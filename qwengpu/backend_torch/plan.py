@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from qwengpu.backend_torch.gadgets.multiply import ANALOG_SCALE
-from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.backend_torch.residual import ANALOG, BINARY, ONEHOT, Group
 from qwengpu.backend_torch.stores import Store, commit_target, const_index, index_digits, \
     plan_stores, store_of
@@ -461,7 +461,7 @@ class _Builder:
                 continue
             if len(ports) > self.protocol.write_ports:
                 raise RuntimeError(f"{store.name} has {len(ports)} write ports, the protocol "
-                                   f"{self.protocol.write_ports} (stores.write_ports)")
+                                   f"{self.protocol.write_ports} (qwengpu.trace.write_ports)")
             self.write_port(store, ports)
 
     def write_port(self, store: Store, ports: list[tuple[int, list, tuple]]) -> None:

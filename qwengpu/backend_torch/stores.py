@@ -10,21 +10,19 @@ bank and each read reads one bank, so every bank still sees at most one write pe
 Prompt commits (`E[i]`) go to the bank of `i` with the local index (`commit_target`).
 
 Writes that banks cannot separate (`mem[maddr[lane]]`, one per lane) are the store's *write
-ports*, numbered in the spec's order; `write_ports(design)` is the most any store has, which
-the trace protocol needs before any graph exists (one commit token per port and record).
+ports*, numbered in the spec's order; `qwengpu.trace.write_ports.write_ports(design)` is the
+most any store has, which the trace protocol needs before any graph exists (one commit
+token per port and record); the banking rule, `choose_bank_dims`, lives there too.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 from dataclasses import dataclass
 from math import prod
 
-from qwengpu.dsl.netlist import Design
 from qwengpu.passes.ir import Graph
-
-HEAD_SLOTS = 127
+from qwengpu.trace.write_ports import choose_bank_dims
 
 
 @dataclass(frozen=True)
@@ -81,37 +79,6 @@ def plan_stores(graph: Graph, protocol, first_mode: int) -> list[Store]:
             stores.append(Store(name, element.name, element.kind, element.width, bank_dims,
                                 bank, shape, first_mode + len(stores)))
     return stores
-
-
-def choose_bank_dims(kind: str, shape: tuple[int, ...], writes: int,
-                     indices: list[tuple[int | None, ...]]) -> tuple[int, ...]:
-    """The dims a memory is banked along: none unless it is written more than once per step
-    or too large for one head; then every dim that all its accesses (`indices`: per access,
-    each dim's constant or None) address with a constant."""
-    if kind != "memory" or (writes <= 1 and prod(shape) <= HEAD_SLOTS):
-        return ()
-    return tuple(d for d in range(len(shape))
-                 if all(index[d] is not None for index in indices))
-
-
-def write_ports(design: Design) -> int:
-    """The most writes one store takes per step (banks as `plan_stores` makes them, from the
-    elaborated design): the record's commit tokens.  Constant folding can only bank further,
-    so the plan of the design never needs more."""
-    def constant(node_id: int) -> int | None:
-        node = design.nodes[node_id]
-        return node.value if node.op == "const" else None
-
-    most = 1
-    for name, memory in design.memories.items():
-        writes = [tuple(map(constant, w.index)) for w in design.writes if w.state == name]
-        reads = [tuple(map(constant, n.args)) for n in design.nodes
-                 if n.op == "read" and n.state == name]
-        dims = choose_bank_dims("memory", memory.shape, len(writes), writes + reads)
-        banks = Counter(tuple(index[d] for d in dims) for index in writes)
-        most = max([most, *banks.values()])
-    registers = Counter(w.state for w in design.writes if w.state in design.registers)
-    return max([most, *registers.values()])
 
 
 def store_of(stores: list[Store], element: str, bank: tuple[int, ...]) -> Store:

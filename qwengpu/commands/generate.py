@@ -61,9 +61,9 @@ def starting_simulator(design, state_file: str | None):
 
 def run(args: argparse.Namespace) -> int:
     from qwengpu.dsl import load_design
-    from qwengpu.runtime.decode import decode_trace
+    from qwengpu.trace.decode import decode_trace
     from qwengpu.runtime.model_backend import generate_greedy, load_checkpoint
-    from qwengpu.runtime.prompt import simulator_state, state_prompt
+    from qwengpu.trace.prompt import simulator_state, state_prompt
 
     design = load_design(args.spec, parse_overrides(args.param, args.parser))
     model, protocol = load_checkpoint(args.model, args.device, args.engine)

@@ -17,12 +17,13 @@ import argparse
 import json
 import sys
 
-from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.commands.run import add_machine_arguments, chosen_machine
 from qwengpu.errors import UserError
 from qwengpu.runtime.launch import load_launch, machine_limits
 from qwengpu.runtime.machine_state import Machine
-from qwengpu.runtime.prompt import build_prompt, prompt_text
+from qwengpu.runtime.prompt import build_prompt
+from qwengpu.trace.prompt import prompt_text
 
 NAME = "launch"
 HELP = "write the prompt (token ids) of a kernel launch for a compiled model"

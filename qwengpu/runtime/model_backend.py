@@ -40,12 +40,13 @@ import sys
 import time
 from pathlib import Path
 
-from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
+from qwengpu.trace.protocol import ProtocolError, TraceProtocol
 from qwengpu.errors import LaunchError, UserError
 
 ENGINES = ("sparse", "transformers")
 DEFAULT_ENGINE = "sparse"
-from qwengpu.runtime.decode import DecodedLaunch, TraceDecoder, launch_outcome
+from qwengpu.runtime.decode import DecodedLaunch, launch_outcome
+from qwengpu.trace.decode import TraceDecoder
 from qwengpu.runtime.launch import Launch
 from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, new_simulator
 from qwengpu.runtime.prompt import as_machine, build_prompt

@@ -1,30 +1,17 @@
-"""The launch prompt: the machine's initial state as tokens of the trace protocol.
+"""The launch prompt: the machine's initial state for a launch, as tokens of the trace protocol.
 
-A prompt carries inputs only — the state the launch loader puts into the machine before the
-first step (docs/isa.md, "State"), never anything the kernel computes:
-
-    <bos>
-    init:warp.b0 init:pc.b0 ... init:trap_lane.b0        record scratch, every slot once
-    set.b0=00 ... set.b7=00                               staging scratch, every slot once
-    set.b0=.. ... prog[0]  set.b0=.. prog[1] ...          every state element, in design
-                                                          order, row-major, then registers
-    <trace>                                               the model answers with record 0
-
-A state write stages the value's bytes (`set.bK=VV`), restaging only the bytes that differ
-from what the staging scratch holds, then commits it with the token that names the element
-and index (qwengpu/backend_torch/protocol.py states the guarantees the emitter may rely on).
-Every element is written, also those that start at 0: an unwritten DeltaNet slot reads as
-the zero vector, not as the encoding of 0.  The initial state is taken from the reference
+The prompt carries inputs only — the state the launch loader puts into the machine before
+the first step (docs/isa.md, "State"), never anything the kernel computes; its layout is
+`qwengpu.trace.prompt.state_prompt`'s.  The initial state is taken from the reference
 interpreter's launch filling (`qwengpu.runtime.machine_state.new_simulator`), so the prompt
-and the interpreter start from the same state by construction.  `state_prompt` builds the
-prompt of any given state (tests of the compiled machine that start it mid-program).
+and the interpreter start from the same state by construction.
 """
 
 from __future__ import annotations
 
-from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol, commit_text
-from qwengpu.dsl.interp import Simulator
 from qwengpu.dsl.netlist import Design
+from qwengpu.trace.prompt import check_protocol, simulator_state, state_prompt
+from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.runtime.launch import Launch
 from qwengpu.runtime.machine_state import Machine, load_machine, new_simulator
 
@@ -38,16 +25,6 @@ def as_machine(machine: Machine | Design | str | None) -> Machine:
     return load_machine(machine)
 
 
-def check_protocol(protocol: TraceProtocol, machine: Machine) -> None:
-    """The protocol must be the one of the machine the launch was laid out for."""
-    expected = TraceProtocol.from_design(machine.design)
-    if protocol != expected:
-        raise ProtocolError(
-            f"the checkpoint's trace protocol ({protocol!r}) is not the one of the spec "
-            f"{machine.design.file} ({expected!r}): it was compiled from a different spec; "
-            "recompile it (hdlc compile) or use the spec it was compiled from")
-
-
 def initial_state(launch: Launch, machine: Machine | Design | str | None = None
                   ) -> dict[str, list[int]]:
     """Every state element's value before the first step, flat and row-major (a register is a
@@ -57,60 +34,10 @@ def initial_state(launch: Launch, machine: Machine | Design | str | None = None
                                          launch.block))
 
 
-def simulator_state(simulator: Simulator) -> dict[str, list[int]]:
-    """A simulator's state elements, flat and row-major (a register as a list of one value),
-    as `state_prompt` takes them."""
-    state = {name: list(values) for name, values in simulator.memories.items()}
-    state.update({name: [value] for name, value in simulator.registers.items()})
-    return state
-
-
 def build_prompt(launch: Launch, protocol: TraceProtocol,
                  machine: Machine | Design | str | None = None) -> list[int]:
     """The prompt's token ids (see the module docstring); `machine` defaults to the spec
     the launch was loaded against (specs/qwengpu.hdl)."""
     machine = as_machine(machine)
-    check_protocol(protocol, machine)
+    check_protocol(protocol, machine.design)
     return state_prompt(protocol, initial_state(launch, machine))
-
-
-def state_prompt(protocol: TraceProtocol, state: dict[str, list[int]]) -> list[int]:
-    """A prompt putting the machine into `state` (every element of the protocol, flat and
-    row-major, a register as a list of one value; values must fit their widths)."""
-    ids = [protocol.bos_id]
-    ids += [protocol.init_token(name, byte) for name, byte in protocol.record_slots]
-    staged = [0] * protocol.stage_bytes
-    ids += [protocol.stage_token(byte, 0) for byte in range(protocol.stage_bytes)]
-    for element in protocol.state:
-        values = state.get(element.name)
-        if values is None or len(values) != element.size:
-            raise ProtocolError(f"the state for the prompt needs {element.size} values for "
-                                f"{element.name}, it has "
-                                f"{'none' if values is None else len(values)}")
-        for index, value in zip(element.indices(), values):
-            if not 0 <= value < 1 << element.width:
-                raise ProtocolError(f"{commit_text(element.name, index)} = {value} does not "
-                                    f"fit {element.width} bits")
-            for byte in range(element.bytes):
-                wanted = value >> (8 * byte) & 0xFF
-                if staged[byte] != wanted:
-                    ids.append(protocol.stage_token(byte, wanted))
-                    staged[byte] = wanted
-            ids.append(protocol.commit_token(element.name, index))
-    ids.append(protocol.trace_id)
-    return ids
-
-
-def prompt_text(ids: list[int], protocol: TraceProtocol) -> str:
-    """The prompt as token texts, one state write per line (for reading, not for running)."""
-    lines, line = [], []
-    for token_id in ids:
-        token = protocol.describe(token_id)
-        line.append(token.text)
-        last_init = token.kind == "init" and token.slot == len(protocol.record_slots) - 1
-        if token.kind in ("commit", "control") or last_init:
-            lines.append(" ".join(line))
-            line = []
-    if line:
-        lines.append(" ".join(line))
-    return "\n".join(lines)

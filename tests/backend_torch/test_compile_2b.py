@@ -13,8 +13,7 @@ import pytest
 import torch
 
 from qwengpu.dsl import Simulator
-from test_compile_harness import compile_to, load, run_case, texts
-from test_compile_tiny import PROGRAMS
+from compile_helpers import PROGRAMS, compile_to, load, run_case, texts
 
 pytestmark = pytest.mark.slow
 
@@ -48,8 +47,8 @@ def test_the_whole_qwengpu_on_the_2b_shape(tmp_path):
     import random
 
     from qwengpu.backend_torch.model import prefill_logits
-    from qwengpu.backend_torch.single_step import expected_ids, random_state
-    from qwengpu.runtime.prompt import state_prompt
+    from single_step_helpers import expected_ids, random_state
+    from qwengpu.trace.prompt import state_prompt
 
     compiled = compile_to("specs/qwengpu.hdl", tmp_path, torch.float32, "qwen3.5-2b",
                           encoding="binary")

@@ -11,7 +11,7 @@ import pytest
 
 from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.dsl import Simulator
-from test_compile_harness import compile_and_load, run_case, texts
+from compile_helpers import compile_and_load, run_case, texts
 
 SPEC = "tests/backend_torch/specs/two_lanes.hdl"
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from qwengpu.dsl import Simulator
-from test_compile_harness import compile_to, load, run_case, texts
+from compile_helpers import compile_to, load, run_case, texts
 
 SPEC = "specs/counter.hdl"
 

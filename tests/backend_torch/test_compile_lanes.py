@@ -12,7 +12,7 @@ import pytest
 from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.dsl import Simulator
 from qwengpu.passes import DEFAULT_PIPELINE
-from test_compile_harness import compile_and_load, run_case, texts
+from compile_helpers import compile_and_load, run_case, texts
 
 SPEC = "tests/backend_torch/specs/lane_alu.hdl"
 

@@ -15,8 +15,8 @@ import torch
 from qwengpu.backend_torch.checkpoint import allocate
 from qwengpu.dsl import Simulator
 from qwengpu.passes import evaluate
-from qwengpu.runtime.prompt import state_prompt
-from test_compile_harness import compile_and_load, run_case, simulator_state, texts
+from qwengpu.trace.prompt import state_prompt
+from compile_helpers import compile_and_load, run_case, simulator_state, texts
 
 SPEC = "tests/backend_torch/specs/mul_wide.hdl"
 PRODUCT_LINE = 1 + Path(SPEC).read_text().splitlines().index(

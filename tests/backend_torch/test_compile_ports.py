@@ -13,7 +13,7 @@ import pytest
 from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.dsl import Simulator
 from qwengpu.dsl.elaborate import load_design
-from test_compile_harness import compile_and_load, run_case, texts
+from compile_helpers import compile_and_load, run_case, texts
 
 SPEC = "tests/backend_torch/specs/two_ports.hdl"
 

@@ -13,25 +13,9 @@ import torch
 
 from qwengpu.backend_torch.model import decode_logits, prefill_logits
 from qwengpu.dsl import Simulator
-from qwengpu.runtime.prompt import state_prompt
-from test_compile_harness import compile_and_load, compile_to, expected_trace, load, \
-    run_case, simulator_state, texts
-
-SPEC = "tests/backend_torch/specs/tiny_carried.hdl"
-HALT, LOADI, ADD, JNZ = range(4)
-
-
-def ins(op, rd=0, rs=0, imm=0):
-    return op << 14 | rd << 12 | rs << 10 | imm
-
-
-PROGRAMS = {
-    "countdown": [ins(LOADI, 0, 0, 3), ins(LOADI, 1, 0, 0xFF), ins(ADD, 0, 1),
-                  ins(JNZ, 0, 0, 2), ins(LOADI, 2, 0, 7), ins(ADD, 2, 2), ins(HALT)],
-    "fibonacci": [ins(LOADI, 0, 0, 1), ins(LOADI, 1, 0, 1), ins(ADD, 0, 1), ins(ADD, 1, 0),
-                  ins(ADD, 0, 1), ins(ADD, 1, 0), ins(ADD, 0, 1), ins(HALT)],
-    "halt": [ins(HALT)],
-}
+from qwengpu.trace.prompt import state_prompt
+from compile_helpers import PROGRAMS, TINY_SPEC as SPEC, compile_and_load, compile_to, \
+    expected_trace, load, run_case, simulator_state, texts
 
 
 @pytest.fixture(scope="module")

@@ -107,7 +107,7 @@ TINY = "tests/backend_torch/specs/tiny_carried.hdl"
 
 @pytest.fixture(scope="module")
 def tiny_binary(tmp_path_factory):
-    from test_compile_harness import compile_to, load
+    from compile_helpers import compile_to, load
     directory = tmp_path_factory.mktemp("tiny_binary")
     compiled = compile_to(TINY, directory, encoding="binary")
     return compiled, load(directory)
@@ -126,8 +126,7 @@ def test_binary_checkpoint_runs_programs_exactly(tiny_binary, seed):
     """The tiny machine with binary values under stock transformers: a loop with taken and
     untaken jumps after a prefilled prefix, and seeded random states, against the
     interpreter (prefill and token-by-token decode inside `run_case`)."""
-    from test_compile_harness import run_case, texts
-    from test_compile_tiny import PROGRAMS
+    from compile_helpers import PROGRAMS, run_case, texts
     from qwengpu.dsl import Simulator
     compiled, model = tiny_binary
     sim = Simulator(compiled.design)

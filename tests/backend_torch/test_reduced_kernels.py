@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from qwengpu.cli import main
-from test_single_step import REDUCED
+from compile_helpers import REDUCED
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 if str(EXAMPLES) not in sys.path:
@@ -99,7 +99,7 @@ def test_a_launch_paused_and_resumed_inside_the_model(reduced_model, engine):
     (`Unfinished`); resumed from the first 5 records and 7 tokens of the trace (given after
     the prompt in prefill chunks of 256 tokens), the model writes the rest exactly, checked
     in lockstep, and the buffers are the example's expected.json."""
-    from qwengpu.backend_torch.protocol import TraceProtocol
+    from qwengpu.trace.protocol import TraceProtocol
     from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
     from qwengpu.runtime.machine_file import checkpoint_machine
     from qwengpu.runtime.model_backend import Unfinished, run_launches_model

@@ -1,4 +1,4 @@
-"""The single-step harness (`qwengpu/backend_torch/single_step.py`) on every spec that compiles
+"""The single-step harness (`tests/single_step_helpers.py`) on every spec that compiles
 today: each compiled with --target min (fp32), loaded with stock transformers, put into 20
 seeded random states through the prompt, and its record (and the token after it) compared
 with the reference interpreter's, in the decode path (every record token generated) and the
@@ -14,12 +14,12 @@ import random
 import pytest
 
 from qwengpu.backend_torch.checkpoint import compile_spec
-from qwengpu.backend_torch.protocol import TraceProtocol
-from qwengpu.backend_torch.single_step import check_step, compare, expected_ids, \
+from qwengpu.trace.protocol import TraceProtocol
+from single_step_helpers import check_step, compare, expected_ids, \
     expected_record, is_qwengpu, model_record, model_size, random_state
 from qwengpu.dsl import load_design
 from qwengpu.isa import Instruction, Op
-from test_compile_harness import compile_and_load, load
+from compile_helpers import REDUCED, compile_and_load, load
 
 SPECS = {
     "tiny_carried": "tests/backend_torch/specs/tiny_carried.hdl",
@@ -32,8 +32,6 @@ SEEDS = range(20)
 PATHS = ("decode", "prefill")
 
 # the one-lane, one-warp instance bench/reduced_on_gpu.sh compiles (the one-thread examples fit it)
-REDUCED = {"LANES": 1, "WARPS": 1, "REGS": 15, "PREDS": 7, "MEM_WORDS": 32, "PROG_WORDS": 64,
-           "PARAM_WORDS": 4}
 # what a 24 GB machine can build (fp32) and load; `$QWENGPU_MAX_PARAMETERS` raises it elsewhere
 MAX_PARAMETERS = int(os.environ.get("QWENGPU_MAX_PARAMETERS", 3_000_000_000))
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from engine_helpers import random_model, save
+from random_checkpoints import random_model, save, save_random_qwen
 from qwengpu.cli import main
 from qwengpu.engine import CheckpointError, read_weights
 
@@ -96,13 +96,10 @@ def test_a_missing_tensor(good, tmp_path):
 def test_the_cli_says_what_is_wrong(tmp_path, capsys):
     """A QwenGPU checkpoint (protocol and all) whose weights file is cut short: `hdlc run
     --backend model` names the file, exits 1, prints no traceback."""
-    from qwengpu.backend_torch.protocol import TraceProtocol
+    from qwengpu.trace.protocol import TraceProtocol
     from qwengpu.runtime.machine_state import load_machine
 
-    import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
-    from runtime_helpers import save_random_qwen
 
     protocol = TraceProtocol.from_design(load_machine().design)
     save_random_qwen(tmp_path, protocol)

@@ -1,12 +1,12 @@
 """The sparse engine against stock transformers on random Qwen3.5 checkpoints.
 
-Random weights everywhere (see engine_helpers): the engine's logits must equal stock
+Random weights everywhere (see tests/random_checkpoints.py): the engine's logits must equal stock
 transformers' to float32 rounding after a prefill (transformers' chunked DeltaNet) and token
 by token (its recurrent path), and greedy decoding must write the same ids.  Zeroed heads
 and units (what the engine skips) must not change that; tied embeddings, sharded files and
 the multimodal layout are read as the text model; rows of a batch are independent to the
 bit; a prefix given as prefill goes on as decoding did.  (Compiled checkpoints are held to
-stock `generate` by every compile test: tests/backend_torch/test_compile_harness.run_case.)
+stock `generate` by every compile test: tests/compile_helpers.run_case.)
 """
 
 from __future__ import annotations
@@ -15,32 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine_helpers import VOCAB, as_multimodal, random_model, save, stock_generate, \
-    stock_logits
 from qwengpu.engine import SparseEngine
-
-# float32 rounding of a few hundred products and sums per logit (logits are O(1)); the
-# measured difference is about 2e-7.
-TOLERANCE = 2e-5
-
-
-def engine_logits(engine: SparseEngine, ids: list[int], chunk: int | None = None
-                  ) -> np.ndarray:
-    """[len(ids), vocab] logits, the prompt given `chunk` tokens at a time (default all)."""
-    state = engine.new_state(1)
-    chunk = chunk or len(ids)
-    pieces = []
-    for start in range(0, len(ids), chunk):
-        piece = ids[start:start + chunk]
-        pieces.append(engine.forward(state, piece, [0] * len(piece), range(len(piece)),
-                                     logits=True))
-    return np.concatenate(pieces, axis=1).T
-
-
-def prompt_of(seed: int, length: int) -> list[int]:
-    return torch.randint(0, VOCAB, (length,), generator=torch.Generator().manual_seed(seed)
-                         ).tolist()
-
+from random_checkpoints import TOLERANCE, as_multimodal, engine_logits, prompt_of, \
+    random_model, save, stock_generate, stock_logits
 
 @pytest.fixture(scope="module")
 def random_dir(tmp_path_factory):

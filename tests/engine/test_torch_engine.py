@@ -5,17 +5,14 @@ needed; on a CUDA machine `hdlc run --device cuda` runs the same code there."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
-from engine_helpers import random_model, save, stock_generate, stock_logits
 from qwengpu.engine import SparseEngine
 from qwengpu.engine.torch_engine import TorchSparseEngine
-from test_engine_matches_transformers import TOLERANCE, engine_logits, prompt_of
+from random_checkpoints import TOLERANCE, engine_logits, prompt_of, random_model, save, \
+    stock_generate, stock_logits
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +39,9 @@ def test_ids_equal_generate_and_the_cpu_engine(random_dir):
 
 def test_a_compiled_machine_on_the_torch_engine(tmp_path):
     """specs/counter.hdl compiled: the torch engine writes the interpreter's whole trace."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend_torch"))
-    from test_compile_harness import compile_to, expected_trace, simulator_state
+    from compile_helpers import compile_to, expected_trace, simulator_state
     from qwengpu.dsl import Simulator
-    from qwengpu.runtime.prompt import state_prompt
+    from qwengpu.trace.prompt import state_prompt
 
     compiled = compile_to("specs/counter.hdl", tmp_path)
     sim = Simulator(compiled.design)
@@ -61,8 +57,7 @@ def test_the_cli_runs_it_on_a_device(tmp_path, capsys):
     from qwengpu.cli import main
     from qwengpu.runtime.model_backend import load_checkpoint
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backend_torch"))
-    from test_compile_harness import compile_to
+    from compile_helpers import compile_to
 
     compile_to("specs/counter.hdl", tmp_path)
     assert type(load_checkpoint(tmp_path, None)[0]) is SparseEngine

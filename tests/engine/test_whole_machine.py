@@ -13,22 +13,20 @@ bench/corpus_on_model.py (docs/engine.md).
 
 Stock transformers, the judge, is held beside the engine on the same whole machine by the
 slow test in tests/backend_torch/test_compile_2b.py (which CI runs), and on every small
-compiled machine by the compile tests (test_compile_harness.run_case).
+compiled machine by the compile tests (tests/compile_helpers.run_case).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from bench_scripts import bench_script
 from qwengpu.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from readme_job import COMPILE, RUN  # noqa: E402  (tests/readme_job.py)
+from readme_job import COMPILE, RUN
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -41,16 +39,6 @@ def whole_machine(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("qwengpu_whole")
     assert main([*COMPILE, "-o", str(directory)]) == 0
     return directory
-
-
-def bench_module(name: str):
-    """bench/NAME.py as a module (the bench scripts are not a package)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def expected_of(kernel: str) -> dict:
@@ -92,7 +80,7 @@ def test_the_readme_main_job(whole_machine, capsys, monkeypatch):
 def test_the_engine_benchmark_on_the_whole_machine(whole_machine, capsys):
     """bench/bench_engine.py (stock transformers left out: minutes) prints one line per batch
     and thread count, each writing the interpreter's trace ("yes"), and exits 0."""
-    bench = bench_module("bench_engine")
+    bench = bench_script("bench_engine")
     capsys.readouterr()
     assert bench.main(["--model", str(whole_machine), "--new-tokens", "60", "--batches", "1,3",
                        "--threads", "1,2", "--stock-batches", ""]) == 0
@@ -105,6 +93,6 @@ def test_the_whole_machine_is_the_one_the_corpus_ran_on(whole_machine):
     """The compile is pinned: its fingerprint (bench/corpus_on_model.py's: SHA-256 of the
     weights, config and protocol) is the one the latest lines of
     bench/results/corpus-min.jsonl name, so those results are results of this compiler."""
-    corpus = bench_module("corpus_on_model")
+    corpus = bench_script("corpus_on_model")
     lines = (ROOT / "bench" / "results" / "corpus-min.jsonl").read_text().splitlines()
     assert corpus.fingerprint(whole_machine) == json.loads(lines[-1])["checkpoint"]

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from runtime_helpers import EXAMPLES_DIR, IDS, ROOT, bench_script, default_protocol, sim_result
-from qwengpu.runtime.decode import TraceDecoder
+from qwengpu.trace.decode import TraceDecoder
 
 RESULTS = [ROOT / "bench" / "results" / name
            for name in ("corpus-min.jsonl", "corpus-2b-engine.jsonl")]

@@ -9,11 +9,11 @@ import json
 import pytest
 
 from runtime_helpers import IDS, RUNNABLE, VECTOR_ADD, expected_of, launch_of, sim_result
-from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.cli import main
 from qwengpu.dsl.elaborate import load_design
-from qwengpu.runtime.decode import (DecodeError, TraceDecoder, decode_launch, decode_trace,
-                                    read_token_file)
+from qwengpu.runtime.decode import decode_launch, read_token_file
+from qwengpu.trace.decode import DecodeError, TraceDecoder, decode_trace
 from qwengpu.runtime.prompt import build_prompt
 
 VECTOR_ADD_DIR = VECTOR_ADD.parent

@@ -16,7 +16,7 @@ import shutil
 import pytest
 
 from runtime_helpers import EXAMPLES_DIR, ROOT, VECTOR_ADD, expected_of
-from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.cli import main
 from qwengpu.errors import HdlError
 from qwengpu.runtime.launch import load_launch, machine_limits, run_launch_sim
@@ -163,7 +163,7 @@ def test_decode_on_the_checkpoints_machine(one_lane_checkpoint, tmp_path, capsys
 @pytest.fixture
 def random_one_lane_checkpoint(one_lane_checkpoint):
     """The one-lane checkpoint with a tiny random Qwen3.5 in it (not a QwenGPU)."""
-    from runtime_helpers import save_random_qwen
+    from random_checkpoints import save_random_qwen
 
     save_random_qwen(one_lane_checkpoint, TraceProtocol.load(one_lane_checkpoint))
     return one_lane_checkpoint

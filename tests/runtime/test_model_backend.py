@@ -97,7 +97,8 @@ def test_run_model_flag_errors(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def random_checkpoint(tmp_path_factory):
     """A tiny Qwen3.5 with random weights and the QwenGPU vocabulary (not a QwenGPU)."""
-    from runtime_helpers import default_protocol, save_random_qwen
+    from random_checkpoints import save_random_qwen
+    from runtime_helpers import default_protocol
 
     protocol = default_protocol()
     directory = tmp_path_factory.mktemp("random_qwen")

@@ -13,11 +13,12 @@ import json
 import pytest
 
 from runtime_helpers import IDS, RUNNABLE, VECTOR_ADD, launch_of
-from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
+from qwengpu.trace.protocol import ProtocolError, TraceProtocol
 from qwengpu.cli import main
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.runtime.machine_state import DEFAULT_SPEC
-from qwengpu.runtime.prompt import build_prompt, initial_state, prompt_text, state_prompt
+from qwengpu.runtime.prompt import build_prompt, initial_state
+from qwengpu.trace.prompt import prompt_text, state_prompt
 
 
 def replay(ids, protocol):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from qwengpu.backend_torch.protocol import ProtocolError, TraceProtocol
+from qwengpu.trace.protocol import ProtocolError, TraceProtocol
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.runtime.machine_state import DEFAULT_SPEC
 

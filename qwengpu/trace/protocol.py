@@ -28,7 +28,7 @@ Token kinds, in id order (ids are dense, 0 .. vocab_size-1, fixed by the design 
   (`closes_record`) close the record: their pass commits write port 0 of every store.
 - `port`: one token per write port k = 1 .. `write_ports`-1, text `commit:port{k}`: its pass
   commits write port k of every store that has one (a store written several times per step,
-  e.g. `mem` by every lane, `qwengpu.backend_torch.stores.write_ports`), from the record
+  e.g. `mem` by every lane, `qwengpu.trace.write_ports`), from the record
   still in the scratch.  The model emits them itself, after the record's last field, in
   order, in every record: a record is `tokens_per_record` = fields' bytes + `write_ports`-1
   tokens, and *record positions* 0 .. `tokens_per_record`-1 number them (field slots first,
@@ -65,7 +65,7 @@ from math import prod
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from qwengpu.backend_torch import stores
+from qwengpu.trace.write_ports import write_ports
 from qwengpu.dsl.netlist import Design
 from qwengpu.errors import UserError
 
@@ -179,7 +179,7 @@ class TraceProtocol:
         state = [StateSpec(m.name, "memory", tuple(m.shape), m.width)
                  for m in design.memories.values()]
         state += [StateSpec(r.name, "register", (), r.width) for r in design.registers.values()]
-        return cls(design.name, fields, state, stores.write_ports(design))
+        return cls(design.name, fields, state, write_ports(design))
 
     # ---- the vocabulary ---------------------------------------------------------------------
 

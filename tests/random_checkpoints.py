@@ -1,10 +1,12 @@
-"""Random Qwen3.5 checkpoints for the engine's tests, and stock transformers' answers on them.
+"""Random Qwen3.5 checkpoints (not QwenGPUs), and stock transformers' answers on them.
 
 A random model exercises every piece of the decoder that compiled QwenGPU checkpoints leave
 idle or trivial: live full attention (GQA, partial rotary, q/k norms, the output gate), a
 DeltaNet decay other than 1 and a beta other than 0 or 1, grouped DeltaNet value heads, dense
 matrices, random norm weights and conv taps.  Its logits have no margins, so the tests compare
 logits within a float32 tolerance, and ids where the engine and transformers must agree.
+`save_random_qwen` writes one with a QwenGPU vocabulary (the model backend's plumbing is
+tested on it).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
@@ -86,3 +89,41 @@ def as_multimodal(text_dir: Path, directory: Path) -> Path:
     renamed["model.visual.patch_embed.proj.weight"] = torch.ones(4, 3)
     save_file(renamed, str(directory / "model.safetensors"))
     return directory
+
+
+# float32 rounding of a few hundred products and sums per logit (logits are O(1)); the
+# measured difference between the engine and transformers is about 2e-7.
+TOLERANCE = 2e-5
+
+
+def prompt_of(seed: int, length: int) -> list[int]:
+    return torch.randint(0, VOCAB, (length,), generator=torch.Generator().manual_seed(seed)
+                         ).tolist()
+
+
+def engine_logits(engine, ids: list[int], chunk: int | None = None) -> np.ndarray:
+    """[len(ids), vocab] logits of a sparse engine, the prompt given `chunk` tokens at a
+    time (default all)."""
+    state = engine.new_state(1)
+    chunk = chunk or len(ids)
+    pieces = []
+    for start in range(0, len(ids), chunk):
+        piece = ids[start:start + chunk]
+        pieces.append(engine.forward(state, piece, [0] * len(piece), range(len(piece)),
+                                     logits=True))
+    return np.concatenate(pieces, axis=1).T
+
+
+def save_random_qwen(directory, protocol) -> None:
+    """A tiny Qwen3.5 with random weights and `protocol`'s vocabulary, saved in `directory`
+    (the model backend's plumbing is tested on it; it is not a QwenGPU)."""
+    from qwengpu.backend_torch.model import FULL, LINEAR, make_config
+
+    config = make_config(2, 32, 64, [LINEAR, FULL], protocol.vocab_size,
+                         linear_num_key_heads=1, linear_num_value_heads=1,
+                         linear_key_head_dim=16, linear_value_head_dim=16,
+                         num_attention_heads=1, num_key_value_heads=1, head_dim=16,
+                         eos_token_id=protocol.eos_id)
+    torch.manual_seed(0)
+    Qwen3_5ForCausalLM(config).save_pretrained(directory)
+

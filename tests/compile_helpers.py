@@ -1,5 +1,6 @@
-"""Shared helpers of the compile tests (no tests here): compile a spec into a checkpoint
-directory, load it with stock transformers, and run greedy generation from a prompt.
+"""Shared helpers of the compile tests: compile a spec into a checkpoint directory, load it
+with stock transformers, and run greedy generation from a prompt; the tiny register machine's
+programs and the reduced QwenGPU's parameters.
 
 The judge is stock transformers (DESIGN §6): `load` is `AutoModelForCausalLM.from_pretrained`
 on the written directory and `generate` is `model.generate(do_sample=False)`.  Project code only
@@ -20,7 +21,7 @@ from transformers import AutoModelForCausalLM
 
 from qwengpu.backend_torch.checkpoint import build_model, compile_spec, write_checkpoint
 from qwengpu.dsl import Simulator
-from qwengpu.runtime.prompt import state_prompt
+from qwengpu.trace.prompt import state_prompt
 
 
 def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", params=None,
@@ -97,3 +98,28 @@ def run_case(compiled, model, sim: Simulator, prefix: int = 0, max_records: int 
                                 len(expected) - prefix)
     assert on_engine == got, "the sparse engine and stock generate wrote different ids"
     return expected[prefix:], got
+
+
+# The register machine of tests/backend_torch/specs/tiny_carried.hdl and a few programs for it
+# (test_compile_tiny.py, test_compile_2b.py, test_encodings.py).
+TINY_SPEC = "tests/backend_torch/specs/tiny_carried.hdl"
+HALT, LOADI, ADD, JNZ = range(4)
+
+
+def ins(op, rd=0, rs=0, imm=0):
+    """One instruction word of the tiny machine."""
+    return op << 14 | rd << 12 | rs << 10 | imm
+
+
+PROGRAMS = {
+    "countdown": [ins(LOADI, 0, 0, 3), ins(LOADI, 1, 0, 0xFF), ins(ADD, 0, 1),
+                  ins(JNZ, 0, 0, 2), ins(LOADI, 2, 0, 7), ins(ADD, 2, 2), ins(HALT)],
+    "fibonacci": [ins(LOADI, 0, 0, 1), ins(LOADI, 1, 0, 1), ins(ADD, 0, 1), ins(ADD, 1, 0),
+                  ins(ADD, 0, 1), ins(ADD, 1, 0), ins(ADD, 0, 1), ins(HALT)],
+    "halt": [ins(HALT)],
+}
+
+# The reduced QwenGPU: specs/qwengpu.hdl with one lane and one warp (the one-thread examples
+# run on it).
+REDUCED = {"LANES": 1, "WARPS": 1, "REGS": 15, "PREDS": 7, "MEM_WORDS": 32, "PROG_WORDS": 64,
+           "PARAM_WORDS": 4}

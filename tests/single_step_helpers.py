@@ -39,12 +39,12 @@ from typing import Sequence
 
 import torch
 
-from qwengpu.backend_torch.protocol import TraceProtocol
+from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.dsl.interp import Simulator, compile_step
 from qwengpu.dsl.netlist import Design
 from qwengpu.isa import PT, RZ, Cmp, Instruction, Op, Special
-from qwengpu.runtime.decode import DecodeError, TraceDecoder
-from qwengpu.runtime.prompt import state_prompt
+from qwengpu.trace.decode import DecodeError, TraceDecoder
+from qwengpu.trace.prompt import state_prompt
 
 State = dict[str, list[int]]
 Record = dict[str, int]
