@@ -33,7 +33,8 @@ from qwengpu.backend_torch.residual import BINARY, Group, ResidualLayout, residu
 from qwengpu.backend_torch.schedule import Schedule, format_schedule, schedule_plan
 from qwengpu.backend_torch.target import load_target
 from qwengpu.dsl.elaborate import load_design
-from qwengpu.passes import DEFAULT_PIPELINE, build_graph, run_passes
+from qwengpu.ir import build_graph
+from qwengpu.passes import DEFAULT_PIPELINE, run_passes
 
 EMIT_MARGIN = 16.0
 

@@ -44,7 +44,7 @@ from qwengpu.backend_torch.gadgets.memory import (Memory, HeadWriter, address, d
                                                   fixed_address, when)
 from qwengpu.backend_torch.plan import HEAD_DIM, Op, Plan
 from qwengpu.backend_torch.residual import ANALOG, BINARY, Group
-from qwengpu.passes.digits import DIGIT_BITS, DIGIT_OPS, affine_fit, sum_values
+from qwengpu.ir.digits import DIGIT_BITS, DIGIT_OPS, affine_fit, sum_values
 
 
 class _Operands:

@@ -40,9 +40,9 @@ from qwengpu.backend_torch.residual import ANALOG, BINARY, ONEHOT, Group
 from qwengpu.backend_torch.stores import Store, commit_target, const_index, index_digits, \
     plan_stores, store_of
 from qwengpu.errors import CapacityError, HdlError, Location
-from qwengpu.passes.check_trace_carried import check_trace_carried, field_values
-from qwengpu.passes.digits import ANALOG_OPS, DIGIT_OPS
-from qwengpu.passes.ir import Graph
+from qwengpu.ir.check_trace_carried import check_trace_carried, field_values
+from qwengpu.ir.digits import ANALOG_OPS, DIGIT_OPS
+from qwengpu.ir import Graph
 
 HEAD_DIM = 128
 # A binary plan's embedding holds this one dim at a large constant (`encodings.py`): it

@@ -21,7 +21,7 @@ import itertools
 from dataclasses import dataclass
 from math import prod
 
-from qwengpu.passes.ir import Graph
+from qwengpu.ir import Graph
 from qwengpu.trace.write_ports import choose_bank_dims
 
 

@@ -15,9 +15,9 @@ import argparse
 from qwengpu.commands.check import add_parameter_option, parse_overrides
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.errors import UserError
-from qwengpu.passes import (DEFAULT_PIPELINE, PASSES, build_graph, format_graph, format_stats,
-                            run_passes, to_dot)
-from qwengpu.passes.cost import estimate_cost, format_cost
+from qwengpu.ir import build_graph, format_graph, to_dot
+from qwengpu.passes import DEFAULT_PIPELINE, PASSES, format_stats, run_passes
+from qwengpu.ir.cost import estimate_cost, format_cost
 from qwengpu.passes.pipeline import parse_pass_names, unknown_passes
 from qwengpu.passes.select_encodings import residual_dims
 

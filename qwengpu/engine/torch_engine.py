@@ -26,7 +26,7 @@ import torch
 
 from qwengpu.engine.engine import SparseEngine
 from qwengpu.engine.weights import AttentionMixer, DeltaNetMixer, Matrix, Weights, \
-    read_weights, rotary_tables
+    read_weights
 
 
 def _tensor(array: np.ndarray, device) -> torch.Tensor:

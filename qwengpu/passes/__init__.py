@@ -1,12 +1,11 @@
-"""The compiler's middle: one IR over networkx (`ir`) and the passes that rewrite it.
+"""The compiler's passes: each a plain function with a name that rewrites the IR
+(`qwengpu.ir`) and says how much it changed.
 
-Importing this package registers every pass.  The API the rest of the compiler uses:
-`build_graph(design)`, `run_passes(graph, names)`, `DEFAULT_PIPELINE`, `PASSES`, `verify`,
-`evaluate`, `format_graph`.  docs/passes.md describes the IR and each pass.
+Importing this package registers every pass.  The API: `PASSES` (the table), `register`,
+`run_passes(graph, names)`, `DEFAULT_PIPELINE`, `format_stats`.  docs/passes.md describes
+each pass.
 """
 
-from qwengpu.passes.ir import (Encoding, Graph, IrNode, VerifyError, build_graph, evaluate,
-                               format_graph, format_node, random_state, to_dot, verify)
 from qwengpu.passes.registry import PASSES, Pass, register
 from qwengpu.passes.pipeline import DEFAULT_PIPELINE, PassStats, format_stats, run_passes
 
@@ -15,6 +14,5 @@ from qwengpu.passes import (fold_constants, merge_common, remove_dead,  # noqa: 
                             lower_digits, select_encodings, flatten_selects,
                             cut_at_fields, fold_lanes)
 
-__all__ = ["Encoding", "Graph", "IrNode", "VerifyError", "build_graph", "evaluate",
-           "format_graph", "format_node", "random_state", "to_dot", "verify", "PASSES", "Pass",
-           "register", "DEFAULT_PIPELINE", "PassStats", "format_stats", "run_passes"]
+__all__ = ["PASSES", "Pass", "register", "DEFAULT_PIPELINE", "PassStats", "format_stats",
+           "run_passes"]

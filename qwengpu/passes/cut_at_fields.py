@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from qwengpu.passes.ir import SOURCE_OPS, SINK_OPS, Graph, keep_origin
+from qwengpu.ir import SOURCE_OPS, SINK_OPS, Graph, keep_origin
 from qwengpu.passes.registry import register
 
 

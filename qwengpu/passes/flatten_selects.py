@@ -12,8 +12,8 @@ its conditions read the function of the one-hot input directly, one level earlie
 
 from __future__ import annotations
 
-from qwengpu.passes.digit_build import DigitBuilder
-from qwengpu.passes.ir import Graph, keep_origin
+from qwengpu.ir.digit_build import DigitBuilder
+from qwengpu.ir import Graph, keep_origin
 from qwengpu.passes.registry import register
 
 Chain = tuple[list[tuple[int, tuple[int, ...]]], list[int], int]

@@ -26,9 +26,9 @@ import sympy
 from sympy.logic.boolalg import BooleanFalse, BooleanTrue
 
 from qwengpu.dsl import semantics
-from qwengpu.passes.digit_build import DigitBuilder
-from qwengpu.passes.digits import ANALOG_OPS, DIGIT_OPS, lut_strides, sum_values
-from qwengpu.passes.ir import COMMUTATIVE_OPS, SINK_OPS, Graph, IrNode, keep_origin
+from qwengpu.ir.digit_build import DigitBuilder
+from qwengpu.ir.digits import ANALOG_OPS, DIGIT_OPS, lut_strides, sum_values
+from qwengpu.ir import COMMUTATIVE_OPS, SINK_OPS, Graph, IrNode, keep_origin
 from qwengpu.passes.registry import register
 
 MAX_CONE_LEAVES = 6

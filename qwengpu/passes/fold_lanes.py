@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from qwengpu.passes.ir import SINK_OPS, SOURCE_OPS, Graph, IrNode
+from qwengpu.ir import SINK_OPS, SOURCE_OPS, Graph, IrNode
 from qwengpu.passes.registry import register
 
 LEAF = 0           # the shape of a leaf: any value the folded cone reads from outside

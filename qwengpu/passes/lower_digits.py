@@ -30,9 +30,9 @@ folded as they are made:
 from __future__ import annotations
 
 from qwengpu.dsl.semantics import mask
-from qwengpu.passes.digit_build import Bit, DigitBuilder
-from qwengpu.passes.digits import DIGIT_BITS, GENERATE, KILL, PROPAGATE
-from qwengpu.passes.ir import SINK_OPS, Graph, IrNode, keep_origin
+from qwengpu.ir.digit_build import Bit, DigitBuilder
+from qwengpu.ir.digits import DIGIT_BITS, GENERATE, KILL, PROPAGATE
+from qwengpu.ir import SINK_OPS, Graph, IrNode, keep_origin
 from qwengpu.passes.registry import register
 
 

@@ -9,7 +9,7 @@ every read sees the state as it was when the step began.  Sinks never merge.
 
 from __future__ import annotations
 
-from qwengpu.passes.ir import SINK_OPS, Graph
+from qwengpu.ir import SINK_OPS, Graph
 from qwengpu.passes.registry import register
 
 

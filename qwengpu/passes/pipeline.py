@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from qwengpu.errors import UserError
-from qwengpu.passes.ir import Graph, format_graph, verify
+from qwengpu.ir import Graph, format_graph, verify
 from qwengpu.passes.registry import PASSES
 
 # Write cones cut at the record fields, per-lane field cones folded into one, word-level

@@ -6,7 +6,7 @@ can go.  The number of nodes removed is the pass's count of changes.
 
 from __future__ import annotations
 
-from qwengpu.passes.ir import Graph
+from qwengpu.ir import Graph
 from qwengpu.passes.registry import register
 
 

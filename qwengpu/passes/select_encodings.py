@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from qwengpu.passes.digits import ANALOG_OPS, DIGIT_BITS
-from qwengpu.passes.ir import SINK_OPS, Encoding, Graph, word_dims
+from qwengpu.ir.digits import ANALOG_OPS, DIGIT_BITS
+from qwengpu.ir import SINK_OPS, Encoding, Graph, word_dims
 from qwengpu.passes.registry import register
 
 

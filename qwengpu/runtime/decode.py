@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable
 
 from qwengpu.runtime.launch import Launch, LaunchResult, describe_trap
 from qwengpu.runtime.machine_state import Machine

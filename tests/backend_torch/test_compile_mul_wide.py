@@ -14,7 +14,7 @@ import torch
 
 from qwengpu.backend_torch.checkpoint import allocate
 from qwengpu.dsl import Simulator
-from qwengpu.passes import evaluate
+from qwengpu.ir import evaluate
 from qwengpu.trace.prompt import state_prompt
 from compile_helpers import compile_and_load, run_case, simulator_state, texts
 

@@ -11,7 +11,7 @@ from qwengpu.backend_torch.schedule import format_schedule
 from qwengpu.backend_torch.target import NUM_LAYERS, load_target
 from qwengpu.cli import main
 from qwengpu.errors import CapacityError, HdlError, UserError
-from qwengpu.passes.check_trace_carried import trace_carried_problems
+from qwengpu.ir.check_trace_carried import trace_carried_problems
 
 COUNTER = "specs/counter.hdl"
 TINY = "tests/backend_torch/specs/tiny_carried.hdl"
@@ -106,7 +106,8 @@ def test_trace_carried_check_on_the_real_spec_after_the_cut():
     at the fields; without the cut the passes merge commit with step logic and the check
     names the writes."""
     from qwengpu.dsl import load_design
-    from qwengpu.passes import DEFAULT_PIPELINE, build_graph, run_passes
+    from qwengpu.ir import build_graph
+    from qwengpu.passes import DEFAULT_PIPELINE, run_passes
     design = load_design("specs/qwengpu.hdl")
     graph = build_graph(design)
     run_passes(graph, DEFAULT_PIPELINE)

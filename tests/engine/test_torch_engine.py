@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from qwengpu.engine import SparseEngine
 from qwengpu.engine.torch_engine import TorchSparseEngine

@@ -6,7 +6,8 @@ import random
 
 from qwengpu.dsl.elaborate import elaborate_source
 from qwengpu.dsl.netlist import MemorySpec, RegisterSpec
-from qwengpu.passes import Graph, build_graph, evaluate, random_state, run_passes, verify
+from qwengpu.ir import Graph, build_graph, evaluate, random_state, verify
+from qwengpu.passes import run_passes
 
 
 def operator_graph(op: str, widths: tuple[int, ...], width: int | None = None,

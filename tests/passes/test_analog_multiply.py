@@ -13,10 +13,11 @@ import random
 
 import pytest
 
-from qwengpu.passes import DEFAULT_PIPELINE, evaluate, format_node, verify
-from qwengpu.passes.cost import estimate_cost
-from qwengpu.passes.digits import column_value
-from qwengpu.passes.ir import VerifyError
+from qwengpu.ir import evaluate, format_node, verify
+from qwengpu.passes import DEFAULT_PIPELINE
+from qwengpu.ir.cost import estimate_cost
+from qwengpu.ir.digits import column_value
+from qwengpu.ir import VerifyError
 
 from pass_helpers import operator_graph, run_checked, spec_graph
 

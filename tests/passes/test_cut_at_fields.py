@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from pass_helpers import assert_same_meaning, run_checked, spec_graph
 
-from qwengpu.passes import DEFAULT_PIPELINE, VerifyError, verify
-from qwengpu.passes.check_trace_carried import trace_carried_problems
+from qwengpu.ir import VerifyError, verify
+from qwengpu.passes import DEFAULT_PIPELINE
+from qwengpu.ir.check_trace_carried import trace_carried_problems
 
 # The write takes `nx` (emitted) and a bit of it; the step logic that computes `nx` is shared
 # with a field and must stay out of the write's cone.

@@ -3,8 +3,8 @@ digit; the meaning is kept, the depth drops, shared inner arms are left alone.""
 
 from __future__ import annotations
 
-from qwengpu.passes import evaluate
-from qwengpu.passes.cost import estimate_cost
+from qwengpu.ir import evaluate
+from qwengpu.ir.cost import estimate_cost
 
 from pass_helpers import assert_same_meaning, run_checked, spec_graph
 

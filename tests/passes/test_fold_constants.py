@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from qwengpu.passes import Graph, evaluate, verify
-from qwengpu.passes.digit_build import DigitBuilder
-from qwengpu.passes.digits import GENERATE, PROPAGATE
+from qwengpu.ir import Graph, evaluate, verify
+from qwengpu.ir.digit_build import DigitBuilder
+from qwengpu.ir.digits import GENERATE, PROPAGATE
 from qwengpu.passes.fold_constants import WORD_RULES
 from qwengpu.dsl.netlist import RegisterSpec
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from pass_helpers import assert_same_meaning, run_checked, spec_graph
 
-from qwengpu.passes import DEFAULT_PIPELINE, VerifyError, evaluate, format_graph, verify
-from qwengpu.passes.check_trace_carried import trace_carried_problems
+from qwengpu.ir import VerifyError, evaluate, format_graph, verify
+from qwengpu.passes import DEFAULT_PIPELINE
+from qwengpu.ir.check_trace_carried import trace_carried_problems
 
 # Three lanes, one ALU each (the lane number is one of its constants); `big[lane]` also
 # feeds `mask`, a value every lane shares, so it must keep its per-lane copies.

@@ -6,8 +6,7 @@ import pytest
 
 from qwengpu.dsl.netlist import RegisterSpec
 from qwengpu.errors import Location
-from qwengpu.passes import (Encoding, Graph, VerifyError, evaluate, format_graph, to_dot,
-                            verify)
+from qwengpu.ir import Encoding, Graph, VerifyError, evaluate, format_graph, to_dot, verify
 
 from pass_helpers import memory_graph, operator_graph, spec_graph
 

@@ -9,9 +9,9 @@ import random
 import pytest
 
 from qwengpu.dsl import semantics
-from qwengpu.passes import evaluate, format_graph, verify
-from qwengpu.passes.cost import estimate_cost
-from qwengpu.passes.digits import DIGIT_OPS
+from qwengpu.ir import evaluate, format_graph, verify
+from qwengpu.ir.cost import estimate_cost
+from qwengpu.ir.digits import DIGIT_OPS
 
 from pass_helpers import assert_same_meaning, memory_graph, operator_graph, run_checked, spec_graph
 

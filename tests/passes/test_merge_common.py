@@ -3,7 +3,7 @@ sinks never do; the meaning is kept and the graph verifies."""
 
 from __future__ import annotations
 
-from qwengpu.passes import format_graph
+from qwengpu.ir import format_graph
 
 from pass_helpers import assert_same_meaning, memory_graph, run_checked, spec_graph
 

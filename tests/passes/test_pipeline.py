@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu.passes import (DEFAULT_PIPELINE, PASSES, format_graph, format_stats, register,
-                            run_passes)
+from qwengpu.ir import format_graph
+from qwengpu.passes import DEFAULT_PIPELINE, PASSES, format_stats, register, run_passes
 
 from pass_helpers import assert_same_meaning, spec_graph
 

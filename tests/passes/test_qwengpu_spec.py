@@ -12,11 +12,11 @@ import pytest
 
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.dsl.interp import Simulator
-from qwengpu.passes import DEFAULT_PIPELINE, build_graph, evaluate, format_stats, random_state, \
-    run_passes
-from qwengpu.passes.cost import estimate_cost, format_cost
-from qwengpu.passes.digits import ANALOG_OPS
-from qwengpu.passes.ir import WORD_OPS
+from qwengpu.ir import build_graph, evaluate, random_state
+from qwengpu.passes import DEFAULT_PIPELINE, format_stats, run_passes
+from qwengpu.ir.cost import estimate_cost, format_cost
+from qwengpu.ir.digits import ANALOG_OPS
+from qwengpu.ir import WORD_OPS
 from qwengpu.passes.select_encodings import residual_dims
 
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "qwengpu.hdl"

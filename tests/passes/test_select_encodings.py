@@ -3,7 +3,7 @@ right size; wide words (before lowering) get their digits' dims; the totals add 
 
 from __future__ import annotations
 
-from qwengpu.passes import Encoding, format_graph
+from qwengpu.ir import Encoding, format_graph
 from qwengpu.passes.select_encodings import residual_dims
 
 from pass_helpers import assert_same_meaning, operator_graph, run_checked, spec_graph

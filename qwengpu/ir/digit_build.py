@@ -22,9 +22,9 @@ from __future__ import annotations
 from itertools import product
 from typing import Callable, Sequence
 
-from qwengpu.passes.digits import ANALOG_OPS, GENERATE, KILL, MAX_LUT_INPUTS, \
-    PROPAGATE, column_bounds, lut_strides, sum_values
-from qwengpu.passes.ir import Graph, IrNode
+from qwengpu.ir.digits import (ANALOG_OPS, GENERATE, KILL, MAX_LUT_INPUTS, PROPAGATE,
+                               column_bounds, lut_strides, sum_values)
+from qwengpu.ir.graph import Graph, IrNode
 
 Bit = tuple[int, int] | int   # (node, bit) or a constant 0/1
 Analog = tuple[int | None, int]   # (analog node or None, constant added to it)

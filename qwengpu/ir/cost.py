@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from qwengpu.passes.digits import DIGIT_OPS
-from qwengpu.passes.ir import Graph
+from qwengpu.ir.digits import DIGIT_OPS
+from qwengpu.ir.graph import Graph
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qwengpu.errors import HdlError, Location
-from qwengpu.passes.ir import Graph
+from qwengpu.ir.graph import Graph
 
 
 @dataclass(frozen=True)
