@@ -37,12 +37,12 @@ from typing import Sequence
 
 import torch
 
-from qwengpu.backend_torch.encodings import disjoint_cubes
+from qwengpu.backend_torch.cubes import disjoint_cubes
 from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, bit_of, const, cube_form, \
     entries, put, put_analog, value_of, weighted
 from qwengpu.backend_torch.gadgets.memory import (Memory, HeadWriter, address, drive_for,
                                                   fixed_address, when)
-from qwengpu.backend_torch.plan import HEAD_DIM, Op, Plan
+from qwengpu.backend_torch.plan import CONSTANT_GROUP, HEAD_DIM, Op, Plan
 from qwengpu.backend_torch.residual import ANALOG, BINARY, Group
 from qwengpu.ir.digits import DIGIT_BITS, DIGIT_OPS, affine_fit, sum_values
 
@@ -68,7 +68,6 @@ def _term_forms(group: Group, accepted, domain) -> list[Form]:
     return [entries(group, [v for v in accepted if 0 <= v < group.size])]
 
 
-CONSTANT_GROUP = "tok.bos"       # one hot entry on every token: its dims sum to exactly 1
 
 
 def step(writer: MlpWriter, form, threshold: float, output, gap: float = 0.5) -> None:

@@ -9,9 +9,9 @@ image.  Reading is where the encodings differ:
 
 - an AND term "the value is in set S" (steps, SiLU key and value channels) needs S to be a
   *cube* (some bits fixed, the rest free): `cube_form` is 1 on the cube and 0 or less off it.
-  Any other set is split into disjoint cubes (`disjoint_cubes`, values outside the domain
+  Any other set is split into disjoint cubes (`cubes.disjoint_cubes`, values outside the domain
   being free), one step per cube, so a binary read may take more MLP units;
-- a weighted sum (`sum` ops) needs its table to be affine in the bits (`affine_in_bits`):
+- a weighted sum (`sum` ops) needs its table to be affine in the bits (`cubes.affine_in_bits`):
   adders' digit terms are, arbitrary tables are not;
 - a one-hot *set* read by a linear form that is not an AND (the scratch's write enable sums
   its slots), the lm_head's emission groups and the constant group `tok.bos` stay one-hot;
@@ -33,11 +33,10 @@ value's dims (`schedule.reuse_layout`).
 
 from __future__ import annotations
 
-from fractions import Fraction
-from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable
 
-from qwengpu.backend_torch.plan import NORM_ANCHOR, Plan
+from qwengpu.backend_torch.cubes import affine_in_bits, bits_for, disjoint_cubes
+from qwengpu.backend_torch.plan import CONSTANT_GROUP, NORM_ANCHOR, Plan
 
 ONEHOT_ONLY, BINARY_WHERE_READABLE = "onehot", "binary"
 ENCODINGS = (BINARY_WHERE_READABLE, ONEHOT_ONLY)
@@ -51,94 +50,9 @@ ANCHOR_SCALE = 512.0
 MAX_BINARY_BITS = 8           # larger values stay one-hot (cube covers grow as 3^bits)
 
 
-def bits_for(count: int) -> int:
-    return max(1, (count - 1).bit_length())
-
-
-def disjoint_cubes(accepted: Iterable[int], domain: Iterable[int], bits: int
-                   ) -> list[dict[int, int]]:
-    """Cubes (`{bit: value}`) that together hold exactly the values of `domain` in `accepted`,
-    each such value in one cube only; codes outside `domain` never occur and are free.  The
-    fewest cubes a recursive split on single bits can give."""
-    domain = frozenset(domain)
-    accepted = frozenset(accepted) & domain
-    return [dict(cube) for cube in _cover(accepted, domain - accepted, bits)]
-
-
-@lru_cache(maxsize=65536)
-def _cover(accepted: frozenset, rejected: frozenset, bits: int) -> tuple:
-    if not accepted:
-        return ()
-    if not rejected:
-        return ((),)
-    if len(accepted) == 1:
-        (value,) = accepted
-        return (tuple((bit, (value >> bit) & 1) for bit in range(bits)),)
-    accept_mask = sum(1 << v for v in accepted)
-    reject_mask = sum(1 << v for v in rejected)
-    by_bit = [sum(1 << code for code in range(1 << bits) if (code >> bit) & 1)
-              for bit in range(bits)]
-    full = (1 << (1 << bits)) - 1
-    memo: dict[tuple, tuple] = {}
-
-    def best(fixed: tuple, mask: int) -> tuple:
-        if fixed in memo:
-            return memo[fixed]
-        if not mask & accept_mask:
-            result: tuple = ()
-        elif not mask & reject_mask:
-            result = (fixed,)
-        else:
-            result = None
-            taken = {bit for bit, _ in fixed}
-            for bit in range(bits):
-                if bit in taken:
-                    continue
-                split = ()
-                for value in (0, 1):
-                    part = mask & (by_bit[bit] if value else full ^ by_bit[bit])
-                    split += best(tuple(sorted(fixed + ((bit, value),))), part)
-                if result is None or len(split) < len(result):
-                    result = split
-        memo[fixed] = result
-        return result
-
-    return best((), full)
-
-
-def affine_in_bits(weights: Sequence[float], domain: Sequence[int], bits: int
-                   ) -> tuple[float, list[float]] | None:
-    """`(constant, slopes)` with `weights[i] == constant + sum(slopes[k] * bit_k(domain[i]))`
-    for every `i`, exactly (rational elimination), or None when no such line exists."""
-    rows = [[Fraction(1)] + [Fraction((v >> k) & 1) for k in range(bits)] + [Fraction(w)]
-            for v, w in zip(domain, weights)]
-    width = bits + 1
-    pivots, row = [], 0
-    for col in range(width):
-        pick = next((r for r in range(row, len(rows)) if rows[r][col] != 0), None)
-        if pick is None:
-            continue
-        rows[row], rows[pick] = rows[pick], rows[row]
-        pivot = rows[row][col]
-        rows[row] = [x / pivot for x in rows[row]]
-        for r in range(len(rows)):
-            if r != row and rows[r][col] != 0:
-                factor = rows[r][col]
-                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[row])]
-        pivots.append(col)
-        row += 1
-    if any(all(x == 0 for x in r[:width]) and r[width] != 0 for r in rows):
-        return None
-    solution = [Fraction(0)] * width
-    for r, col in enumerate(pivots):
-        solution[col] = rows[r][width]
-    return float(solution[0]), [float(x) for x in solution[1:]]
-
-
 def choose_encodings(plan: Plan, encoding: str = BINARY_WHERE_READABLE) -> dict[str, str]:
     """Make binary every value whose readers allow it and add the norm anchor (see the
     module doc); returns value -> why it stays one-hot."""
-    from qwengpu.backend_torch.emit import CONSTANT_GROUP
     if encoding not in ENCODINGS:
         raise ValueError(f"unknown encoding {encoding!r} (choose from {', '.join(ENCODINGS)})")
     why: dict[str, str] = {}

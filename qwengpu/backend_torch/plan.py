@@ -34,7 +34,6 @@ constant.  `schedule.py` places the ops into layers; `emit.py` writes their weig
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from qwengpu.backend_torch.gadgets.multiply import ANALOG_SCALE
 from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.backend_torch.residual import ANALOG, BINARY, ONEHOT, Group
 from qwengpu.backend_torch.stores import Store, commit_target, const_index, index_digits, \
@@ -49,6 +48,12 @@ HEAD_DIM = 128
 # dominates every sublayer's RMS, so values that are not clean on some token barely move
 # the scale every read is folded with.
 NORM_ANCHOR = "norm.anchor"
+# One hot entry on every token (`<bos>`'s flag and its complement): its dims sum to exactly 1,
+# the offset of every restoring step (`emit.step`).
+CONSTANT_GROUP = "tok.bos"
+# Analog column sums of a multiplier hold the number times this (small enough that their
+# squares do not move the norm ledger).
+ANALOG_SCALE = 2.0 ** -16
 MODE_OTHER, MODE_CLOSE, MODE_BOS, MODE_COMMIT = 0, 1, 2, 3
 
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from qwengpu.backend_torch.emit import CONSTANT_GROUP, count_units
-from qwengpu.backend_torch.plan import NORM_ANCHOR, Op, Plan
+from qwengpu.backend_torch.emit import count_units
+from qwengpu.backend_torch.plan import CONSTANT_GROUP, NORM_ANCHOR, Op, Plan
 from qwengpu.backend_torch.residual import merge_runs
 from qwengpu.backend_torch.target import FULL, Target, fit_min_target
 from qwengpu.errors import CapacityError

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from qwengpu.isa import MASK32, Cmp, Op
 from qwengpu.ptx import ir
-from qwengpu.ptx.select import Selector, handles, operand_b
+from qwengpu.ptx.selector import Selector, handles, operand_b
 from qwengpu.ptx.vcode import LabelRef, Source, VReg
 
 _DIVISION_STEPS = 32

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from qwengpu.isa import MASK32, Cmp, Op
 from qwengpu.ptx import ir, select_wide as wide
-from qwengpu.ptx.select import Selector, handles, mask, operand_b
+from qwengpu.ptx.selector import Selector, handles, mask, operand_b
 from qwengpu.ptx.vcode import Source
 
 SIGNED_COMPARISONS = {"eq": Cmp.EQ, "ne": Cmp.NE, "lt": Cmp.LT, "le": Cmp.LE, "gt": Cmp.GT,

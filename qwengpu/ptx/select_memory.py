@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from qwengpu.isa import Op
 from qwengpu.ptx import ir
-from qwengpu.ptx.select import Selector, handles, mask
+from qwengpu.ptx.selector import Selector, handles, mask
 from qwengpu.ptx.vcode import ZERO, LabelRef, ParamRef, Source, SymbolRef, VReg
 
 # Modifiers that change nothing on a machine with one memory, no caches and one thread of

@@ -10,7 +10,7 @@ usual case), dead-code removal drops the high-word instructions afterwards.
 from __future__ import annotations
 
 from qwengpu.isa import MASK32, Cmp, Op
-from qwengpu.ptx.select import Selector, operand_b
+from qwengpu.ptx.selector import Selector, operand_b
 from qwengpu.ptx.vcode import Source, VPred, VReg
 
 Pair = tuple[Source, Source]

@@ -9,8 +9,8 @@ import random
 import pytest
 import torch
 
-from qwengpu.backend_torch.encodings import affine_in_bits, bits_for, choose_encodings, \
-    disjoint_cubes
+from qwengpu.backend_torch.cubes import affine_in_bits, bits_for, disjoint_cubes
+from qwengpu.backend_torch.encodings import choose_encodings
 from qwengpu.backend_torch.gadgets.core import bit_of, cube_form, is_value, put, weighted
 from qwengpu.backend_torch.residual import BINARY, Group, ResidualLayout, decode_many, onehot
 

@@ -31,6 +31,7 @@ from typing import Iterable, Mapping
 
 import torch
 
+from qwengpu.backend_torch.cubes import affine_in_bits, disjoint_cubes
 from qwengpu.backend_torch.residual import ANALOG, BINARY, ONE_DIM, Group
 
 
@@ -98,10 +99,9 @@ def is_value(group: Group, value: int) -> Form:
 
 def entries(group: Group, values: Iterable[int]) -> Form:
     """1 when the group holds one of `values`, else 0.  A binary group needs `values` to be
-    one cube of its code space (see `encodings.disjoint_cubes` for other sets)."""
+    one cube of its code space (see `cubes.disjoint_cubes` for other sets)."""
     values = sorted(set(values))
     if group.kind == BINARY:
-        from qwengpu.backend_torch.encodings import disjoint_cubes
         cubes = disjoint_cubes(set(values), range(group.count), group.size)
         if len(cubes) != 1:
             raise ValueError(f"{group.name}: {values} is not one cube of a binary group")
@@ -113,7 +113,6 @@ def weighted(group: Group, weight, domain: Iterable[int] | None = None) -> Form:
     """`weight(v)` when the group holds `v` (any table over a one-hot group's domain; for a
     binary group the table must be affine in the bits over `domain`, default every value)."""
     if group.kind == BINARY:
-        from qwengpu.backend_torch.encodings import affine_in_bits
         domain = list(range(group.count) if domain is None else domain)
         fit = affine_in_bits([float(weight(v)) for v in domain], domain, group.size)
         if fit is None:

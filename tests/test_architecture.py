@@ -1,0 +1,84 @@
+"""The architecture, held by a test: the packages of `qwengpu` form layers, and no module
+imports another in a circle.
+
+The import graph is grimp's (every import, those inside functions too, so a cycle cannot be
+hidden by a function-local import).  A package may import the packages of the layers below
+its own, never one above, and the packages that share a layer are independent of each other:
+
+    cli
+    commands
+    compiler                       the driver of the compile pipeline
+    backend_torch | runtime        weights for the model | launches, runs, checks
+    engine | ptx                   runs checkpoints | reads PTX
+    trace                          the token vocabulary, prompts, decoding
+    passes
+    ir
+    isa
+    dsl
+    errors
+
+and every module stays short enough to read (at most `MAX_LINES`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grimp
+import networkx as nx
+import pytest
+
+LAYERS = [["cli"], ["commands"], ["compiler"], ["backend_torch", "runtime"], ["engine", "ptx"],
+          ["trace"], ["passes"], ["ir"], ["isa"], ["dsl"], ["errors"]]
+MAX_LINES = 600
+PACKAGE = Path(__file__).resolve().parents[1] / "qwengpu"
+
+
+@pytest.fixture(scope="module")
+def imports() -> nx.DiGraph:
+    graph = grimp.build_graph("qwengpu")
+    edges = nx.DiGraph()
+    for module in graph.modules:
+        edges.add_node(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            edges.add_edge(module, imported)
+    return edges
+
+
+def part(module: str) -> str:
+    """The top-level part of qwengpu a module belongs to ("" for the package itself)."""
+    pieces = module.split(".")
+    return pieces[1] if len(pieces) > 1 else ""
+
+
+def test_no_import_cycles(imports):
+    cycles = [sorted(component) for component in nx.strongly_connected_components(imports)
+              if len(component) > 1]
+    assert not cycles, f"modules that import each other in a circle: {cycles}"
+
+
+def test_every_part_has_a_layer():
+    parts = {path.stem if path.is_file() else path.name for path in PACKAGE.iterdir()
+             if (path.suffix == ".py" and path.stem != "__init__")
+             or (path.is_dir() and (path / "__init__.py").exists())}
+    placed = {name for layer in LAYERS for name in layer}
+    assert parts - placed == set(), f"parts of qwengpu with no layer: {parts - placed}"
+
+
+def test_imports_go_down_the_layers(imports):
+    rank = {name: len(LAYERS) - index for index, layer in enumerate(LAYERS) for name in layer}
+    wrong = []
+    for importer, imported in imports.edges:
+        source, target = part(importer), part(imported)
+        if not source or not target or source == target:
+            continue
+        if rank[target] >= rank[source]:
+            kind = "a sibling" if rank[target] == rank[source] else "a layer above"
+            wrong.append(f"{importer} -> {imported} ({kind})")
+    assert not wrong, "imports against the layers:\n" + "\n".join(sorted(wrong))
+
+
+def test_modules_are_short():
+    long = {str(path.relative_to(PACKAGE.parent)): length for path in PACKAGE.rglob("*.py")
+            if (length := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
