@@ -19,24 +19,28 @@ import os
 import torch
 from transformers import AutoModelForCausalLM
 
-from qwengpu.backend_torch.checkpoint import build_model, compile_spec, write_checkpoint
+from qwengpu.compiler import compile
 from qwengpu.dsl import Simulator
 from qwengpu.trace.prompt import state_prompt
 
 
 def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", params=None,
-               encoding: str = os.environ.get("QWENGPU_TEST_ENCODING", "onehot")):
-    compiled = compile_spec(spec, target, params=params, encoding=encoding)
-    model = build_model(compiled.schedule, dtype)
-    write_checkpoint(compiled, model, directory, str(dtype))
-    return compiled
+               encoding: str | None = None):
+    """`qwengpu.compiler.compile` into `directory`, every IR verified after its step; the
+    encoding follows the dtype unless given (binary in float32, one-hot in bfloat16)."""
+    return compile(spec, target, params=params, encoding=encoding, dtype=dtype,
+                   output=directory, check=True)
+
+
+def compile_plan(spec: str, target: str = "min", **options):
+    """The compile up to the schedule (no weights), every IR verified."""
+    return compile(spec, target, stop_after="schedule", check=True, **options)
 
 
 def compile_and_load(spec: str, directory, dtype=torch.float32, params=None, encoding=None):
     """(compiled, model): `spec` compiled (--target min) into `directory`, then loaded the way
-    the judge loads it (`load`); `encoding` as `compile_to`'s (default: its default)."""
-    extra = {} if encoding is None else {"encoding": encoding}
-    compiled = compile_to(spec, directory, dtype, params=params, **extra)
+    the judge loads it (`load`)."""
+    compiled = compile_to(spec, directory, dtype, params=params, encoding=encoding)
     return compiled, load(directory)
 
 

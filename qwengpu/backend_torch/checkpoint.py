@@ -1,8 +1,9 @@
-"""From a spec to a checkpoint directory that stock transformers loads.
+"""From a schedule to a checkpoint directory that stock transformers loads: the last steps
+of `qwengpu.compiler.compile`.
 
-    compiled = compile_spec("specs/counter.hdl", "min")      # parse ... schedule
-    model = build_model(compiled.schedule, torch.float32)      # weights (emit.py)
-    write_checkpoint(compiled, model, "out/counter")           # files
+    layout, groups = allocate(schedule)                          # residual dims
+    model = build_model(schedule, torch.float32, groups=groups)  # weights (emit.py)
+    write_checkpoint(schedule, protocol, model, "out/counter")   # files
 
 The directory holds `config.json` (`qwen3_5_text`, `Qwen3_5ForCausalLM`, 45 layers and their
 `layer_types`), `model.safetensors`, `generation_config.json` (greedy, eos = the protocol's
@@ -15,8 +16,6 @@ into any state.
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -26,50 +25,11 @@ from qwengpu.backend_torch.emit import embedding_table, emit_memory, emit_mlp, e
     lm_head_table
 from qwengpu.backend_torch.gadgets.core import DRIVES, Form, MlpWriter
 from qwengpu.backend_torch.model import blank_model, make_config
-from qwengpu.backend_torch.plan import Plan, build_plan
-from qwengpu.trace.protocol import TraceProtocol
-from qwengpu.backend_torch.encodings import ONEHOT_ONLY, choose_encodings
 from qwengpu.backend_torch.residual import BINARY, Group, ResidualLayout, residual_rms
-from qwengpu.backend_torch.schedule import Schedule, format_schedule, schedule_plan
-from qwengpu.backend_torch.target import load_target
-from qwengpu.dsl.elaborate import load_design
-from qwengpu.ir import build_graph
-from qwengpu.passes import DEFAULT_PIPELINE, run_passes
+from qwengpu.backend_torch.schedule import Schedule, format_schedule
+from qwengpu.trace.protocol import TraceProtocol
 
 EMIT_MARGIN = 16.0
-
-
-@dataclass
-class Compiled:
-    spec: str
-    design: object
-    protocol: TraceProtocol
-    plan: Plan
-    schedule: Schedule
-    seconds: dict
-
-
-def compile_spec(spec: str, target: str = "min", passes=None, params=None,
-                 progress: Callable[[str], None] | None = None,
-                 estimate: bool = False, encoding: str = ONEHOT_ONLY) -> Compiled:
-    """Parse, elaborate, build the graph, run the passes, plan, choose the encodings
-    (`encodings.py`: `onehot`, the default, or `binary` where the readers allow it) and
-    schedule."""
-    say = progress or (lambda _message: None)
-    times, start = {}, time.perf_counter()
-    design = load_design(spec, params) if params else load_design(spec)
-    graph = build_graph(design)
-    run_passes(graph, list(passes or DEFAULT_PIPELINE))
-    times["passes"] = time.perf_counter() - start
-    say(f"passes: {len(graph)} nodes ({times['passes']:.1f} s)")
-    protocol = TraceProtocol.from_design(design)
-    plan = build_plan(graph, protocol, estimate)
-    choose_encodings(plan, encoding)
-    schedule = schedule_plan(plan, load_target(target))
-    times["schedule"] = time.perf_counter() - start - times["passes"]
-    say(f"schedule: {len(plan.ops)} ops in {schedule.layers_used} of "
-        f"{schedule.target.num_layers} layers ({times['schedule']:.1f} s)")
-    return Compiled(spec, design, protocol, plan, schedule, times)
 
 
 def allocate(schedule: Schedule) -> tuple[ResidualLayout, dict[str, Group]]:
@@ -105,9 +65,10 @@ def emit_erasures(model, schedule: Schedule, groups: dict[str, Group], first_uni
 
 
 def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
-                progress: Callable[[str], None] | None = None):
-    """A `Qwen3_5ForCausalLM` holding the schedule's weights, in `dtype`; `progress` hears
-    about every tenth of the ops."""
+                progress: Callable[[str], None] | None = None,
+                groups: dict[str, Group] | None = None):
+    """A `Qwen3_5ForCausalLM` holding the schedule's weights, in `dtype`, its values at
+    `groups` (default: `allocate`'s); `progress` hears about every tenth of the ops."""
     target, plan = schedule.target, schedule.plan
     if plan.estimate:
         raise ValueError("an estimate plan (writes not carried) cannot be built")
@@ -137,7 +98,8 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
         raise ValueError(f"{len(binary)} values are binary (e.g. {binary[0]}), which is exact in "
                          "float32 only (docs/schedule.md, \"Binary values\"); compile with "
                          "encoding 'onehot' for bfloat16")
-    layout, groups = allocate(schedule)
+    if groups is None:
+        _, groups = allocate(schedule)
     hidden, eps = target.hidden_size, target.rms_norm_eps
     sizes = {s.name: s.size for s in plan.stores}
     next_unit: dict[int, int] = {}
@@ -172,13 +134,13 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
     return model
 
 
-def write_checkpoint(compiled: Compiled, model, directory, precision_note: str = "") -> dict:
+def write_checkpoint(schedule: Schedule, protocol: TraceProtocol, model, directory,
+                     precision_note: str = "") -> dict:
     """Write the checkpoint files (see the module doc); returns figures for the report."""
     from transformers import GenerationConfig
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    protocol = compiled.protocol
     model.config.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
     model.save_pretrained(directory, safe_serialization=True)
     GenerationConfig(do_sample=False, eos_token_id=protocol.eos_id, pad_token_id=protocol.pad_id,
@@ -188,7 +150,7 @@ def write_checkpoint(compiled: Compiled, model, directory, precision_note: str =
     figures = {"parameters": sum(t.numel() for t in tensors.values()),
                "nonzeros": int(sum(int((t != 0).sum()) for t in tensors.values())),
                "bytes": (directory / "model.safetensors").stat().st_size}
-    report = format_schedule(compiled.schedule)
+    report = format_schedule(schedule)
     report += (f"\ncheckpoint: {figures['parameters']} parameters, {figures['nonzeros']} "
                f"nonzero, model.safetensors {figures['bytes']} bytes, dtype "
                f"{model.config.dtype}\n")
@@ -197,6 +159,19 @@ def write_checkpoint(compiled: Compiled, model, directory, precision_note: str =
     (directory / "schedule.txt").write_text(report)
     _normalise_json(directory / "config.json")
     return figures
+
+
+def format_layout(schedule: Schedule, groups: dict[str, Group]) -> str:
+    """The residual layout: every value's dims, the sublayers it is live in, its encoding."""
+    end = 2 * schedule.target.num_layers
+    lines = [f"residual of {schedule.target.hidden_size} dims, {schedule.dims} used "
+             "(dim 0 is ONE)"]
+    for name in sorted(groups, key=lambda n: (groups[n].start, schedule.ready[n])):
+        group = groups[name]
+        erased = schedule.erase_at.get(name)
+        lines.append(f"  {group.start:>5}..{group.stop - 1:<5} {name}  {group.kind}, "
+                     f"sublayers {schedule.ready[name]}..{end if erased is None else erased}")
+    return "\n".join(lines) + "\n"
 
 
 def _normalise_json(path: Path) -> None:

@@ -42,7 +42,8 @@ from qwengpu.backend_torch.gadgets.core import Form, MlpWriter, bit_of, const, c
     entries, put, put_analog, value_of, weighted
 from qwengpu.backend_torch.gadgets.memory import (Memory, HeadWriter, address, drive_for,
                                                   fixed_address, when)
-from qwengpu.backend_torch.plan import CONSTANT_GROUP, HEAD_DIM, Op, Plan
+from qwengpu.backend_torch.ops import CONSTANT_GROUP, HEAD_DIM, Choose, DigitWork, Function, \
+    Op, Plan, SharedLuts
 from qwengpu.backend_torch.residual import ANALOG, BINARY, Group
 from qwengpu.ir.digits import DIGIT_BITS, DIGIT_OPS, affine_fit, sum_values
 
@@ -120,46 +121,49 @@ def _step_all(writer: MlpWriter, terms: list[tuple[Group, set, Sequence[int]]],
 
 def emit_mlp(writer: MlpWriter, op: Op, plan: Plan, groups: dict[str, Group]) -> None:
     """Add the units of MLP op `op` (its output group is zero before this layer)."""
-    spec = op.spec
+    work = op.work
     out = groups[op.outputs[0]]
-    kind = spec["op"]
     writer.constant_group = groups[CONSTANT_GROUP]
     writer.exact_groups = set(plan.embedding)
-    if kind == "sum":
-        _emit_sum(writer, spec["node"], _Operands(plan, groups, spec["operands"]), out)
-    elif kind == "carry":
-        _emit_carry(writer, _Operands(plan, groups, spec["operands"]), out)
-    elif kind == "select":
-        ops = _Operands(plan, groups, spec["operands"])
-        selector, arms = ops.items[0], ops.items[1:]
-        choices = [((i,), arm) for i, arm in enumerate(arms)]
-        _emit_choose(writer, selector, choices, None, out)
-    elif kind == "choose":
-        sel = _Operands(plan, groups, [spec["selector"]]).items[0]
-        arms = [(values, _Operands(plan, groups, [a]).items[0]) for values, a in spec["arms"]]
-        default = _Operands(plan, groups, [spec["default"]]).items[0]
-        _emit_choose(writer, sel, arms, default, out)
-    elif kind == "mul_column":
-        _emit_mul_column(writer, spec["node"], _Operands(plan, groups, spec["operands"]), out)
-    elif kind == "priority":
-        _emit_priority(writer, spec["node"], _Operands(plan, groups, spec["operands"]), out)
-    elif kind == "lut":
-        node = spec["node"]
-        widths = [plan.graph.node(a).width for a in node.args]
-        fn = lambda *values: DIGIT_OPS["lut"].evaluate(node, values, widths)  # noqa: E731
-        _emit_function(writer, _Operands(plan, groups, spec["operands"]), fn, out)
-    elif kind == "fn":
-        _emit_function(writer, _Operands(plan, groups, spec["operands"]), spec["fn"], out)
-    elif kind == "luts":
-        fns = []
-        for node in spec["nodes"]:
-            widths = [plan.graph.node(a).width for a in node.args]
-            fns.append(lambda *values, n=node, w=widths: DIGIT_OPS["lut"].evaluate(n, values, w))
-        _emit_function(writer, _Operands(plan, groups, spec["operands"]),
+
+    def operands(items) -> _Operands:
+        return _Operands(plan, groups, items)
+
+    if isinstance(work, Function):
+        _emit_function(writer, operands(work.operands), work.fn, out)
+    elif isinstance(work, Choose):
+        arms = [(values, operands([arm]).items[0]) for values, arm in work.arms]
+        _emit_choose(writer, operands([work.selector]).items[0], arms,
+                     operands([work.default]).items[0], out)
+    elif isinstance(work, SharedLuts):
+        fns = [_lut_function(plan, node) for node in work.nodes]
+        _emit_function(writer, operands(work.operands),
                        lambda *values: tuple(fn(*values) for fn in fns),
                        [groups[name] for name in op.outputs])
+    elif not isinstance(work, DigitWork):
+        raise ValueError(f"{op.name}: {work.label} is not MLP work")
+    elif work.operator == "sum":
+        _emit_sum(writer, work.node, operands(work.operands), out)
+    elif work.operator == "carry":
+        _emit_carry(writer, operands(work.operands), out)
+    elif work.operator == "select":
+        items = operands(work.operands).items
+        selector, arms = items[0], items[1:]
+        _emit_choose(writer, selector, [((i,), arm) for i, arm in enumerate(arms)], None, out)
+    elif work.operator == "mul_column":
+        _emit_mul_column(writer, work.node, operands(work.operands), out)
+    elif work.operator == "priority":
+        _emit_priority(writer, work.node, operands(work.operands), out)
+    elif work.operator == "lut":
+        _emit_function(writer, operands(work.operands), _lut_function(plan, work.node), out)
     else:
-        raise ValueError(f"{op.name}: unknown MLP op {kind}")
+        raise ValueError(f"{op.name}: unknown MLP op {work.operator}")
+
+
+def _lut_function(plan: Plan, node):
+    """A `lut` node's table as a function of its operands' values."""
+    widths = [plan.graph.node(a).width for a in node.args]
+    return lambda *values: DIGIT_OPS["lut"].evaluate(node, values, widths)
 
 
 def _emit_sum(writer, node, ops: _Operands, out: Group) -> None:
@@ -339,11 +343,11 @@ def bf16_risks(plan: Plan) -> list[tuple[Op, int]]:
     sums of tests/backend_torch/specs/alu_mix.hdl fail in bf16, pass in fp32)."""
     risks = []
     for op in plan.ops:
-        if op.spec.get("op") != "sum":
+        if not isinstance(op.work, DigitWork) or op.work.operator != "sum":
             continue
-        node = op.spec["node"]
+        node = op.work.node
         domains = [(o[1],) if o[0] == "c" else plan.values[o[1]].domain
-                   for o in op.spec["operands"]]
+                   for o in op.work.operands]
         totals = sum_values(node.terms, domains)
         if max(totals) - min(totals) > BF16_SAFE_RANGE:
             risks.append((op, max(totals) - min(totals)))
@@ -368,10 +372,10 @@ def emit_scratch(model, layer: int, heads: Sequence[int], rms: float, op: Op,
     attn = model.model.layers[layer].linear_attn
     drive = drive_for(attn.in_proj_qkv.weight.dtype)
     writer = HeadWriter(attn, rms, drive)
-    slot_group = groups[op.spec["slot_value"]]
+    slot_group = groups[op.work.slot_value]
     bos = groups["tok.bos"]
     beta = drive.beta
-    for head, slots in zip(heads, op.spec["heads"]):
+    for head, slots in zip(heads, op.work.heads):
         writer.claim(head, op.name)
         key_head = writer.key_head(head)
         offset, regions_in_head = 0, sum(len(regions) for _, regions in slots)
@@ -401,17 +405,17 @@ def emit_scratch(model, layer: int, heads: Sequence[int], rms: float, op: Op,
 def emit_memory(model, layer: int, heads: Sequence[int], rms: float, op: Op,
                 groups: dict[str, Group], sizes: dict[str, int]) -> None:
     """Install one replica of a state element (a `memory` op)."""
-    spec = op.spec
-    kind, payload = spec["address"]
+    work = op.work
+    kind, payload = work.address
     key = fixed_address(payload) if kind == "fixed" else \
         address(groups[payload], lambda v: min(v, HEAD_DIM - 1))   # v >= size: enable is 0
-    memory = Memory(op.name, key, [groups[v] for v in spec["values"]],
-                    [when(groups[g], *vals) for g, vals in spec["when"]], groups[spec["init"]])
-    kind, payload = spec["query"]
+    memory = Memory(op.name, key, [groups[v] for v in work.values],
+                    [when(groups[g], *vals) for g, vals in work.when], groups[work.init])
+    kind, payload = work.query
     if kind == "fixed":
         query = fixed_address(payload)
     else:
-        spare = min(sizes[spec["element"]], HEAD_DIM - 1)
+        spare = min(sizes[work.element], HEAD_DIM - 1)
         query = address(groups[payload], lambda v: min(v, spare))
     memory.install(model, layer, list(heads), rms, query, [groups[v] for v in op.outputs])
 

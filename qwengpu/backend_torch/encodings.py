@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from qwengpu.backend_torch.cubes import affine_in_bits, bits_for, disjoint_cubes
-from qwengpu.backend_torch.plan import CONSTANT_GROUP, NORM_ANCHOR, Plan
+from qwengpu.backend_torch.ops import CONSTANT_GROUP, NORM_ANCHOR, DigitWork, MemoryWork, Plan
 
 ONEHOT_ONLY, BINARY_WHERE_READABLE = "onehot", "binary"
 ENCODINGS = (BINARY_WHERE_READABLE, ONEHOT_ONLY)
@@ -86,12 +86,12 @@ def _onehot_reads(plan: Plan, op) -> Iterable[tuple[str, str]]:
         # scaled by 0.7 still wins its AND step, a cube of 4 bits scaled so does not.
         for name in op.outputs:
             yield name, "written by the scratch (read-outs not always of unit scale)"
-    elif op.kind == "memory":
-        for group, values in op.spec["when"]:
+    elif isinstance(op.work, MemoryWork):
+        for group, values in op.work.when:
             count = plan.values[group].size
             if len(disjoint_cubes(values, range(count), bits_for(count))) != 1:
                 yield group, "a write condition that is not one cube"
-    elif op.spec.get("op") == "priority":
+    elif isinstance(op.work, DigitWork) and op.work.operator == "priority":
         # Each arm ANDs the false sets of every earlier condition: cube covers would multiply.
         for value, term in _variable_terms(plan, op):
             true = {v for v in value.domain if term[v]}
@@ -99,7 +99,7 @@ def _onehot_reads(plan: Plan, op) -> Iterable[tuple[str, str]]:
             if max(len(disjoint_cubes(true, value.domain, bits)),
                    len(disjoint_cubes(set(value.domain) - true, value.domain, bits))) > 1:
                 yield value.name, "a priority condition that is not one cube"
-    elif op.spec.get("op") == "sum":
+    elif isinstance(op.work, DigitWork) and op.work.operator == "sum":
         for value, term in _variable_terms(plan, op):
             domain = sorted(value.domain)
             weights = [term[v] if v < len(term) else 0 for v in domain]
@@ -110,6 +110,15 @@ def _onehot_reads(plan: Plan, op) -> Iterable[tuple[str, str]]:
 def _variable_terms(plan: Plan, op):
     """(value, its term) for each operand of a `sum` or `priority` op that is not a
     constant."""
-    for (kind, payload), term in zip(op.spec["operands"], op.spec["node"].terms):
+    for (kind, payload), term in zip(op.work.operands, op.work.node.terms):
         if kind == "v":
             yield plan.values[payload], term
+
+
+def format_encodings(plan: Plan) -> str:
+    """Every value's encoding and size: `name  binary 4 dims (10 values)`."""
+    lines = []
+    for value in plan.values.values():
+        kind = "analog" if value.analog_scale is not None else value.encoding
+        lines.append(f"{value.name}  {kind} {value.size} dims ({value.values} values)")
+    return "\n".join(lines) + "\n"

@@ -20,8 +20,8 @@ COLOURS = {"scratch": "#8ecae6", "commit": "#ffb703", "state": "#90be6d", "step"
 
 def _chip(op) -> str:
     cost = f"{op.heads} head(s)" if op.kind != "mlp" else f"{op.units} units"
-    label = op.name if op.kind == "mlp" else f"{op.name} [{op.spec.get('element', op.kind)}]"
-    tip = (f"{op.spec.get('op', op.kind)}({', '.join(op.inputs)}) -> {', '.join(op.outputs)}"
+    label = op.name if op.kind == "mlp" else f"{op.name} [{getattr(op.work, 'element', op.kind)}]"
+    tip = (f"{op.label}({', '.join(op.inputs)}) -> {', '.join(op.outputs)}"
            f"\n{op.region}, {cost}" + (f"\n{op.loc}" if op.loc else ""))
     return (f'<span class="chip" style="background:{COLOURS.get(op.region, "#ddd")}" '
             f'title="{html.escape(tip)}">{html.escape(label)}</span>')

@@ -33,114 +33,17 @@ constant.  `schedule.py` places the ops into layers; `emit.py` writes their weig
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from qwengpu.backend_torch.ops import (ANALOG_SCALE, HEAD_DIM, MODE_BOS, MODE_CLOSE, MODE_COMMIT,
+                                       MODE_OTHER, NORM_ANCHOR, Choose, DigitWork, Function,
+                                       MemoryWork, Op, Plan, ScratchWork, SharedLuts,
+                                       operand_values)
 from qwengpu.trace.protocol import TraceProtocol
-from qwengpu.backend_torch.residual import ANALOG, BINARY, ONEHOT, Group
 from qwengpu.backend_torch.stores import Store, commit_target, const_index, index_digits, \
     plan_stores, store_of
-from qwengpu.errors import CapacityError, HdlError, Location
+from qwengpu.errors import CapacityError, HdlError
 from qwengpu.ir.check_trace_carried import check_trace_carried, field_values
 from qwengpu.ir.digits import ANALOG_OPS, DIGIT_OPS
 from qwengpu.ir import Graph
-
-HEAD_DIM = 128
-# A binary plan's embedding holds this one dim at a large constant (`encodings.py`): it
-# dominates every sublayer's RMS, so values that are not clean on some token barely move
-# the scale every read is folded with.
-NORM_ANCHOR = "norm.anchor"
-# One hot entry on every token (`<bos>`'s flag and its complement): its dims sum to exactly 1,
-# the offset of every restoring step (`emit.step`).
-CONSTANT_GROUP = "tok.bos"
-# Analog column sums of a multiplier hold the number times this (small enough that their
-# squares do not move the norm ledger).
-ANALOG_SCALE = 2.0 ** -16
-MODE_OTHER, MODE_CLOSE, MODE_BOS, MODE_COMMIT = 0, 1, 2, 3
-
-
-@dataclass
-class Value:
-    name: str
-    size: int                          # residual dims (one-hot: the number of values)
-    domain: tuple[int, ...]
-    loc: Location | None = None
-    analog_scale: float | None = None   # analog: one dim holding `value * analog_scale`
-    encoding: str = ONEHOT              # or BINARY (`encodings.choose_encodings`)
-    count: int = 0                      # how many values (0: `size`)
-
-    def make_binary(self, bits: int) -> None:
-        self.count, self.size, self.encoding = self.size, bits, BINARY
-
-    @property
-    def values(self) -> int:
-        return self.count or self.size
-
-    @property
-    def hot_entries(self) -> float:
-        """What this value adds to the norm ledger's sum of squares: 1 for a one-hot group,
-        one per dim for a binary one, 0 for an analog dim (except the norm anchor's)."""
-        if self.name == NORM_ANCHOR:
-            return self.analog_scale ** 2
-        if self.analog_scale is not None:
-            return 0
-        return self.size if self.encoding == BINARY else 1
-
-    def group(self, start: int) -> Group:
-        """Its residual group from dim `start`."""
-        if self.analog_scale is not None:
-            return Group(self.name, start, 1, self.analog_scale, ANALOG)
-        if self.encoding == BINARY:
-            return Group(self.name, start, self.size, kind=BINARY, values=self.count)
-        return Group(self.name, start, self.size)
-
-
-@dataclass
-class Op:
-    name: str
-    kind: str                          # mlp | scratch | memory
-    spec: dict
-    inputs: list[str]
-    outputs: list[str]
-    region: str                        # scratch | commit | state | step | emit
-    loc: Location | None = None
-    units: int = 0                     # MLP units (mlp ops)
-    heads: int = 0                     # DeltaNet value heads (mixer ops)
-    sublayer: int = -1                 # set by the scheduler: 2*layer (+1 for the MLP)
-
-    @property
-    def layer(self) -> int:
-        return self.sublayer // 2
-
-
-@dataclass
-class Plan:
-    protocol: TraceProtocol
-    graph: Graph
-    values: dict[str, Value] = field(default_factory=dict)
-    ops: list[Op] = field(default_factory=list)
-    embedding: list[str] = field(default_factory=list)
-    emission: dict[str, str] = field(default_factory=dict)   # kind/lo/hi -> value
-    slot_digits: list[list[tuple[str, int]]] = field(default_factory=list)
-    estimate: bool = False
-    stores: list = field(default_factory=list)
-
-    def value(self, name: str, size: int, domain=None, loc=None,
-              analog_scale: float | None = None) -> str:
-        if name not in self.values:
-            self.values[name] = Value(name, size, tuple(domain if domain is not None
-                                                         else range(size)), loc, analog_scale)
-        return name
-
-    def add(self, op: Op) -> Op:
-        for name in op.inputs:
-            if name not in self.values:
-                raise KeyError(f"{op.name}: unknown input {name}")
-        self.ops.append(op)
-        return op
-
-
-def operand_values(operands) -> list[str]:
-    return [o[1] for o in operands if o[0] == "v"]
-
 
 def _product(domains):
     import itertools
@@ -182,16 +85,15 @@ def _share_luts(plan: Plan) -> None:
     output (a multiplier's low and high partial-product digits)."""
     members: dict[tuple, list[int]] = {}
     for position, op in enumerate(plan.ops):
-        if op.kind == "mlp" and op.spec.get("op") == "lut":
-            members.setdefault((op.region, tuple(op.spec["operands"])), []).append(position)
+        if isinstance(op.work, DigitWork) and op.work.operator == "lut":
+            members.setdefault((op.region, op.work.operands), []).append(position)
     drop, merged = set(), {}
     for (region, operands), positions in members.items():
         if len(positions) < 2:
             continue
         ops = [plan.ops[p] for p in positions]
-        merged[positions[0]] = Op("+".join(op.name for op in ops), "mlp",
-                                  {"op": "luts", "operands": list(operands),
-                                   "nodes": [op.spec["node"] for op in ops]},
+        merged[positions[0]] = Op("+".join(op.name for op in ops),
+                                  SharedLuts(operands, tuple(op.work.node for op in ops)),
                                   ops[0].inputs, [op.outputs[0] for op in ops], region,
                                   ops[0].loc)
         drop.update(positions[1:])
@@ -320,7 +222,7 @@ class _Builder:
         if current:
             heads.append(current)
         outputs = [value for _, regions in slots for _, _, value in regions]
-        self.plan.add(Op(name, "scratch", {"slot_value": slot_value, "heads": heads},
+        self.plan.add(Op(name, ScratchWork(slot_value, tuple(heads)),
                          [slot_value, "tok.lo", "tok.hi", "tok.bos"], outputs, "scratch",
                          heads=len(heads)))
 
@@ -362,7 +264,7 @@ class _Builder:
                 self.plan.value(name, 1, self.graph.domain(node_id), node.loc, ANALOG_SCALE)
             else:
                 self.plan.value(name, 1 << node.width, self.graph.domain(node_id), node.loc)
-            self.plan.add(Op(name, "mlp", {"op": node.op, "node": node, "operands": operands},
+            self.plan.add(Op(name, DigitWork(node.op, node, tuple(operands)),
                              operand_values(operands), [name], region, node.loc))
             result = ("v", name)
         else:
@@ -398,8 +300,7 @@ class _Builder:
         tag = f"{region[0]}.{name}.r{len([k for k in self.ports if k[1] == name])}"
         outputs = [self.plan.value(f"{tag}.d{d}", 1 << _digit_bits(width, d), loc=node.loc)
                    for d in range(-(-width // 4))]
-        spec, inputs = self.memory_writes(store)
-        spec = dict(spec, query=query)
+        writes, inputs = self.memory_writes(store)
         inputs = inputs + ([query[1]] if query[0] == "value" else [])
         heads = -(-sum(self.plan.values[v].size for v in outputs) // HEAD_DIM)
         # slots the reads need: the elements, and the spare out-of-range reads use (if any)
@@ -410,7 +311,7 @@ class _Builder:
                                 f"DeltaNet head holds {HEAD_DIM - 1} (no index dimension is "
                                 "constant in every access, so it cannot be banked)", node.loc)
         heads *= banks
-        self.plan.add(Op(tag, "memory", spec, inputs, outputs,
+        self.plan.add(Op(tag, MemoryWork(**writes, query=query), inputs, outputs,
                          "commit" if region == "commit" else "state", node.loc, heads=heads))
         self.ports[key] = outputs
         return outputs
@@ -445,7 +346,7 @@ class _Builder:
                                 "elements and the spare slot out-of-range reads use", loc)
         out = f"{region[0]}.{name}.index{len(self.ports)}{tag}"
         self.plan.value(out, element.size + 1 if spare else element.size, loc=loc)
-        self.plan.add(Op(out, "mlp", {"op": "fn", "operands": list(operands), "fn": flat},
+        self.plan.add(Op(out, Function(tuple(operands), flat),
                          operand_values(operands), [out], region, loc))
         return out
 
@@ -510,8 +411,7 @@ class _Builder:
             port_enables.append(("v", out))
         if len(ports) > 1:
             out = plan.value(f"wr.{name}.en", 2, loc=loc)
-            plan.add(Op(out, "mlp", {"op": "fn", "operands": port_enables,
-                                     "fn": lambda *e: int(any(e))},
+            plan.add(Op(out, Function(tuple(port_enables), lambda *e: int(any(e))),
                         operand_values(port_enables), [out], "commit", loc))
 
     def _port_enable(self, out: str, store: Store, port: int, operands: list, loc) -> None:
@@ -524,17 +424,17 @@ class _Builder:
         def en(m, e, i=0):
             return int(m == commit or (m == when and e == 1 and i < size))
         operands = [("v", "tok.mode")] + operands
-        self.plan.add(Op(out, "mlp", {"op": "fn", "operands": operands, "fn": en},
+        self.plan.add(Op(out, Function(tuple(operands), en),
                          operand_values(operands), [out], "commit", loc))
 
     def _choose(self, out, arms, default, loc) -> None:
         operands = [("v", "tok.mode")] + [a for _, a in arms] + [default]
-        self.plan.add(Op(out, "mlp", {"op": "choose", "selector": ("v", "tok.mode"),
-                                      "arms": arms, "default": default},
+        self.plan.add(Op(out, Choose(("v", "tok.mode"), tuple(arms), default),
                          operand_values(operands), [out], "commit", loc))
 
     def memory_writes(self, store: Store) -> tuple[dict, list[str]]:
-        """The write side every replica of `store` shares: key, value digits and enable."""
+        """The write side every replica of `store` shares: key, value digits and enable (the
+        fields of its `MemoryWork` but the query), and the values it reads."""
         name = store.name
         digits = -(-store.width // 4)
         if name in self.writes_of:
@@ -548,8 +448,8 @@ class _Builder:
         inputs = values + [w for w, _ in when] + ["tok.bos"]
         if address[0] == "value":
             inputs.append(address[1])
-        return ({"element": name, "address": address, "values": values, "when": when,
-                 "init": "tok.bos"}, sorted(set(inputs)))
+        return ({"element": name, "address": address, "values": tuple(values),
+                 "when": tuple(when), "init": "tok.bos"}, sorted(set(inputs)))
 
     # -- the step logic and the emission ----------------------------------------------------------
     def step(self) -> None:
@@ -568,8 +468,8 @@ class _Builder:
         kind = plan.value("next.kind", slots + 1)
         stop = self.stop
         operands = [("v", "tok.next"), stop]
-        plan.add(Op(kind, "mlp", {"op": "fn", "operands": operands,
-                                  "fn": lambda n, s=0: slots if (n == 0 and s) else n},
+        plan.add(Op(kind, Function(tuple(operands),
+                                   lambda n, s=0: slots if (n == 0 and s) else n),
                     operand_values(operands), [kind], "emit"))
         for half, label in ((0, "lo"), (1, "hi")):
             out = plan.value(f"next.{label}", 16)
@@ -579,8 +479,7 @@ class _Builder:
                 digit = 2 * byte + half
                 arms.append(((slot,), digits[digit] if digit < len(digits) else ("c", 0)))
             operands = [("v", "tok.next")] + [a for _, a in arms]
-            plan.add(Op(out, "mlp", {"op": "choose", "selector": ("v", "tok.next"),
-                                     "arms": arms, "default": ("c", 0)},
+            plan.add(Op(out, Choose(("v", "tok.next"), tuple(arms), ("c", 0)),
                         operand_values(operands), [out], "emit"))
             plan.emission[label] = out
         plan.emission["kind"] = kind

@@ -28,7 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from qwengpu.backend_torch.emit import count_units
-from qwengpu.backend_torch.plan import CONSTANT_GROUP, NORM_ANCHOR, Op, Plan
+from qwengpu.backend_torch.ops import CONSTANT_GROUP, NORM_ANCHOR, Op, Plan
 from qwengpu.backend_torch.residual import merge_runs
 from qwengpu.backend_torch.target import FULL, Target, fit_min_target
 from qwengpu.errors import CapacityError
@@ -407,7 +407,7 @@ def format_schedule(schedule: Schedule) -> str:
         for label, ops in (("mixer", mixer), ("mlp", mlp)):
             for op in ops:
                 cost = f"{op.heads} heads" if op.kind != "mlp" else f"{op.units} units"
-                spec = op.spec.get("op", op.kind)
+                spec = op.label
                 where = f" @{op.loc}" if op.loc else ""
                 lines.append(f"  {label:5} {op.name} = {spec}({', '.join(op.inputs)}) -> "
                              f"{', '.join(op.outputs)} [{op.region}, {cost}]{where}")

@@ -32,13 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qwengpu.backend_torch.checkpoint import compile_spec
     from qwengpu.backend_torch.graph_view import schedule_html
     from qwengpu.backend_torch.schedule import format_schedule
+    from qwengpu.compiler import compile
 
-    compiled = compile_spec(args.spec, args.target, params=parse_overrides(args.param,
-                                                                            args.parser),
-                            estimate=args.estimate, encoding=args.encoding)
+    compiled = compile(args.spec, args.target, params=parse_overrides(args.param, args.parser),
+                       estimate=args.estimate, encoding=args.encoding, stop_after="schedule")
     if args.output and args.output.endswith(".html"):
         Path(args.output).write_text(schedule_html(compiled.schedule))
     elif args.output:

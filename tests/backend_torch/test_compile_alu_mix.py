@@ -28,7 +28,7 @@ BF16_WIDE_SUMS = pytest.mark.xfail(
                 ids=["fp32", "bf16"])
 def alu(request, tmp_path_factory):
     compiled, model = compile_and_load(SPEC, tmp_path_factory.mktemp("alu"), request.param)
-    ops = {op.spec.get("op") for op in compiled.plan.ops}
+    ops = {op.label for op in compiled.plan.ops}
     assert {"lut", "luts", "sum", "carry", "select"} & ops >= {"sum", "carry", "select"}
     return compiled, model
 

@@ -9,15 +9,14 @@ import random
 
 import pytest
 
-from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.dsl import Simulator
-from compile_helpers import compile_and_load, run_case, texts
+from compile_helpers import compile_and_load, compile_plan, run_case, texts
 
 SPEC = "tests/backend_torch/specs/two_lanes.hdl"
 
 
 def test_acc_is_split_into_lane_banks():
-    plan = compile_spec(SPEC).plan
+    plan = compile_plan(SPEC).plan
     assert [s.name for s in plan.stores] == ["acc@0", "acc@1", "t"]
     assert all(s.shape == (4,) for s in plan.stores[:2])
 

@@ -9,24 +9,23 @@ import random
 
 import pytest
 
-from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.dsl import Simulator
 from qwengpu.passes import DEFAULT_PIPELINE
-from compile_helpers import compile_and_load, run_case, texts
+from compile_helpers import compile_and_load, compile_plan, run_case, texts
 
 SPEC = "tests/backend_torch/specs/lane_alu.hdl"
 
 
 def test_lane_fields_are_emitted_from_one_cone():
-    compiled = compile_spec(SPEC)
+    compiled = compile_plan(SPEC)
     plan = compiled.plan
-    assert "tok.lane" in plan.embedding and plan.values["tok.lane"].size == 3
+    assert "tok.lane" in plan.embedding and plan.values["tok.lane"].values == 3
     emit_lo = next(op for op in plan.ops if op.outputs == [plan.emission["lo"]])
-    arms = dict(emit_lo.spec["arms"])
+    arms = dict(emit_lo.work.arms)
     slots = plan.protocol.record_slots
     v_arms = {arms[(s,)] for s, (name, byte) in enumerate(slots) if name.startswith("v")}
     assert len(v_arms) == 1                   # v0, v1, v2 read the same folded digit
-    unfolded = compile_spec(SPEC, passes=[p for p in DEFAULT_PIPELINE if p != "fold-lanes"])
+    unfolded = compile_plan(SPEC, passes=[p for p in DEFAULT_PIPELINE if p != "fold-lanes"])
     units = [sum(op.units for op in c.plan.ops) for c in (compiled, unfolded)]
     assert units[0] < units[1]
 

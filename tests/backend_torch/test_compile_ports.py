@@ -10,16 +10,15 @@ import random
 
 import pytest
 
-from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.dsl import Simulator
 from qwengpu.dsl.elaborate import load_design
-from compile_helpers import compile_and_load, run_case, texts
+from compile_helpers import compile_and_load, compile_plan, run_case, texts
 
 SPEC = "tests/backend_torch/specs/two_ports.hdl"
 
 
 def test_mem_has_two_write_ports_and_one_port_token():
-    compiled = compile_spec(SPEC)
+    compiled = compile_plan(SPEC)
     protocol = compiled.protocol
     assert [s.name for s in compiled.plan.stores] == ["mem", "t"]
     assert protocol.write_ports == 2

@@ -90,8 +90,8 @@ def test_binary_put_and_cube_form():
 
 
 def test_choose_encodings_keeps_what_binary_cannot_read():
-    from qwengpu.backend_torch.checkpoint import compile_spec
-    plan = compile_spec("tests/backend_torch/specs/tiny_carried.hdl", encoding="onehot").plan
+    from compile_helpers import compile_plan
+    plan = compile_plan("tests/backend_torch/specs/tiny_carried.hdl", encoding="onehot").plan
     assert all(value.encoding == "onehot" for value in plan.values.values())
     why = choose_encodings(plan)
     assert why["tok.bos"] == "the constant group"
@@ -114,9 +114,9 @@ def tiny_binary(tmp_path_factory):
 
 
 def test_binary_values_are_a_quarter_of_the_residual(tiny_binary):
-    from qwengpu.backend_torch.checkpoint import compile_spec
+    from compile_helpers import compile_plan
     compiled, _ = tiny_binary
-    onehot = compile_spec(TINY).schedule
+    onehot = compile_plan(TINY, encoding="onehot").schedule
     assert any(v.encoding == BINARY for v in compiled.plan.values.values())
     assert compiled.schedule.dims < onehot.dims / 2
 
@@ -143,21 +143,25 @@ def test_binary_checkpoint_runs_programs_exactly(tiny_binary, seed):
 
 
 def test_bfloat16_refuses_binary_values(tmp_path):
-    from qwengpu.backend_torch.checkpoint import build_model, compile_spec
-    compiled = compile_spec(TINY, encoding="binary")
+    from compile_helpers import compile_plan, compile_to
+    from qwengpu.backend_torch.checkpoint import build_model
+    from qwengpu.errors import UserError
+    compiled = compile_plan(TINY, encoding="binary")
     with pytest.raises(ValueError, match="exact in float32 only"):
         build_model(compiled.schedule, torch.bfloat16)
+    with pytest.raises(UserError, match="exact in float32 only"):
+        compile_to(TINY, tmp_path, torch.bfloat16, encoding="binary")
 
 
 def test_a_binary_plan_has_a_norm_anchor_and_fresh_analog_dims():
     """The anchor (one dim at 512 on every token) dominates the norm ledger; analog column
     sums (read at 2^16 times their scale) never share a dim with another value."""
-    from qwengpu.backend_torch.checkpoint import compile_spec
+    from compile_helpers import compile_plan
     from qwengpu.backend_torch.encodings import ANCHOR_SCALE
     from qwengpu.backend_torch.plan import NORM_ANCHOR, embedding_values
     spec = "tests/backend_torch/specs/alu_mix.hdl"
-    assert NORM_ANCHOR not in compile_spec(spec).plan.values
-    schedule = compile_spec(spec, encoding="binary").schedule
+    assert NORM_ANCHOR not in compile_plan(spec, encoding="onehot").plan.values
+    schedule = compile_plan(spec, encoding="binary").schedule
     plan = schedule.plan
     assert NORM_ANCHOR in plan.embedding
     assert plan.values[NORM_ANCHOR].hot_entries == ANCHOR_SCALE ** 2

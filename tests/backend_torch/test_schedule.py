@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from qwengpu.backend_torch.checkpoint import compile_spec
+from compile_helpers import compile_plan
 from qwengpu.backend_torch.schedule import format_schedule
 from qwengpu.backend_torch.target import NUM_LAYERS, load_target
 from qwengpu.cli import main
@@ -18,7 +18,7 @@ TINY = "tests/backend_torch/specs/tiny_carried.hdl"
 
 
 def test_counter_schedule_regions_in_order():
-    schedule = compile_spec(COUNTER).schedule
+    schedule = compile_plan(COUNTER).schedule
     ops = {op.name: op for op in schedule.plan.ops}
     assert ops["record_scratch"].sublayer == 0 and ops["staging_scratch"].sublayer == 0
     commit = [op for op in ops.values() if op.region == "commit"]
@@ -42,7 +42,7 @@ def test_counter_schedule_regions_in_order():
 
 
 def test_norm_ledger_counts_every_live_value_once():
-    schedule = compile_spec(TINY).schedule
+    schedule = compile_plan(TINY, encoding="onehot").schedule      # one hot entry a value
     end = 2 * schedule.target.num_layers
     assert schedule.hot_entries(0) == 1 + len(schedule.plan.embedding)
     erased = set(schedule.erase_at)
@@ -55,8 +55,8 @@ def test_norm_ledger_counts_every_live_value_once():
 
 
 def test_schedule_is_deterministic_text():
-    first = format_schedule(compile_spec(TINY).schedule)
-    assert first == format_schedule(compile_spec(TINY).schedule)
+    first = format_schedule(compile_plan(TINY).schedule)
+    assert first == format_schedule(compile_plan(TINY).schedule)
     assert "layer 0 (linear_attention)" in first
     assert "mixer s.regs.r0 = memory(" in first
     assert "layers 11..44: empty" in first
@@ -78,7 +78,7 @@ def test_too_few_units_is_a_capacity_error(tmp_path):
                     'intermediate_size = 40\n[linear_attention]\nnum_key_heads = 16\n'
                     'num_value_heads = 16\n')
     with pytest.raises(CapacityError) as error:
-        compile_spec(TINY, str(toml))
+        compile_plan(TINY, str(toml))
     assert "MLP units" in str(error.value) and "a layer has 40" in str(error.value)
     assert error.value.loc is not None and error.value.loc.line > 0
 
@@ -89,12 +89,12 @@ def test_too_few_dims_is_a_capacity_error(tmp_path):
                     'intermediate_size = 6144\n[linear_attention]\nnum_key_heads = 16\n'
                     'num_value_heads = 16\n')
     with pytest.raises(CapacityError, match="residual dims: the plan needs 242 "):
-        compile_spec(TINY, str(toml))
+        compile_plan(TINY, str(toml), encoding="onehot")
 
 
 def test_write_not_carried_by_the_trace_is_rejected():
     with pytest.raises(HdlError) as error:
-        compile_spec("specs/tiny.hdl")
+        compile_plan("specs/tiny.hdl")
     message = str(error.value)
     assert "write to 'pc' is not carried by the trace" in message
     assert "'regs'" in message
@@ -134,7 +134,7 @@ def test_min_caps_units_and_heads_per_layer():
     """min: the smallest per-layer caps that still fit 45 layers; no layer is wider than the
     built shape, and the widest layer is no wider than the uncapped (ASAP) schedule's."""
     from qwengpu.backend_torch.schedule import _list_schedule
-    schedule = compile_spec(TINY).schedule
+    schedule = compile_plan(TINY).schedule
     target, plan = schedule.target, schedule.plan
     assert max(schedule.units.values()) <= target.intermediate_size
     assert max(schedule.heads.values()) <= target.linear_heads
@@ -150,7 +150,7 @@ def test_min_caps_units_and_heads_per_layer():
 
 
 def test_file_target_caps_and_full_attention_layers():
-    schedule = compile_spec(TINY, "qwen3.5-2b").schedule
+    schedule = compile_plan(TINY, "qwen3.5-2b").schedule
     types = schedule.target.layer_types
     assert all(units <= 6144 for units in schedule.units.values())
     assert all(op.kind == "mlp" or types[op.layer] != "full_attention"
@@ -158,7 +158,7 @@ def test_file_target_caps_and_full_attention_layers():
 
 
 def test_reused_dims_never_overlap_live_values():
-    schedule = compile_spec(TINY).schedule
+    schedule = compile_plan(TINY).schedule
     sizes = {v: schedule.plan.values[v].size for v in schedule.order}
     last, end = schedule.last_use(), 2 * schedule.target.num_layers
     # a value holds its dims until its erasure, or to the end of the pass
@@ -186,7 +186,7 @@ def test_the_full_machine_schedules_into_45_layers_at_min():
     heads against units (a DeltaNet head costs each residual dim 642 weights, an MLP unit 3):
     the layers get the fewest heads that hold the plan, layer 0's 13 scratch heads, where
     taking the fewest units first needed 28 (2.27 G weights in the layers, now 1.43 G)."""
-    schedule = compile_spec("specs/qwengpu.hdl", "min", encoding="binary").schedule
+    schedule = compile_plan("specs/qwengpu.hdl", "min", encoding="binary").schedule
     target = schedule.target
     assert schedule.layers_used == NUM_LAYERS
     assert schedule.plan.protocol.tokens_per_record == 54
@@ -196,14 +196,14 @@ def test_the_full_machine_schedules_into_45_layers_at_min():
     layer_weights = (NUM_LAYERS - 1) * target.hidden_size * (
         642 * target.linear_heads + 3 * target.intermediate_size)
     assert layer_weights < 1.5e9
-    onehot = compile_spec("specs/qwengpu.hdl", "min").schedule
+    onehot = compile_plan("specs/qwengpu.hdl", "min", encoding="onehot").schedule
     assert onehot.target.hidden_size > 2.5 * target.hidden_size
 
 
 def test_the_full_machine_schedules_into_the_2b_shape():
     """Issue #4's shape: the whole machine in Qwen3.5-2B's 45 layers of hidden 2048,
     intermediate 6144 and 16 DeltaNet heads, erasures included, with binary values."""
-    schedule = compile_spec("specs/qwengpu.hdl", "qwen3.5-2b", encoding="binary").schedule
+    schedule = compile_plan("specs/qwengpu.hdl", "qwen3.5-2b", encoding="binary").schedule
     target = schedule.target
     assert (target.hidden_size, target.intermediate_size, target.linear_heads) == \
         (2048, 6144, 16)
@@ -222,7 +222,7 @@ def test_folded_lanes_and_port_tokens_together():
 
     params = {"LANES": 2, "WARPS": 1, "REGS": 15, "PREDS": 7, "MEM_WORDS": 32,
               "PROG_WORDS": 64, "PARAM_WORDS": 4}
-    plan = compile_spec("specs/qwengpu.hdl", "min", params=params).plan
+    plan = compile_plan("specs/qwengpu.hdl", "min", params=params).plan
     protocol = plan.protocol
     assert protocol.write_ports == 2 and "tok.lane" in plan.values
     lanes = {embedding_values(plan, token)["tok.lane"] for token in range(protocol.vocab_size)}

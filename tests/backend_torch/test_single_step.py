@@ -13,13 +13,12 @@ import random
 
 import pytest
 
-from qwengpu.backend_torch.checkpoint import compile_spec
 from qwengpu.trace.protocol import TraceProtocol
 from single_step_helpers import check_step, compare, expected_ids, \
     expected_record, is_qwengpu, model_record, model_size, random_state
 from qwengpu.dsl import load_design
 from qwengpu.isa import Instruction, Op
-from compile_helpers import REDUCED, compile_and_load, load
+from compile_helpers import REDUCED, compile_and_load, compile_plan, load
 
 SPECS = {
     "tiny_carried": "tests/backend_torch/specs/tiny_carried.hdl",
@@ -154,7 +153,7 @@ def reduced(tmp_path_factory):
     """specs/qwengpu.hdl with REDUCED parameters, compiled as `hdlc compile` does (--target
     min, fp32, binary values; QWENGPU_REDUCED_MODEL must be such a build) only when the
     model it would build is small enough; otherwise the test is skipped with the figures."""
-    compiled = compile_spec("specs/qwengpu.hdl", "min", params=REDUCED, encoding="binary")
+    compiled = compile_plan("specs/qwengpu.hdl", "min", params=REDUCED, encoding="binary")
     size = model_size(compiled.schedule)
     if size["parameters"] > MAX_PARAMETERS:
         pytest.skip(
