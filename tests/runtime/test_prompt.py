@@ -3,7 +3,8 @@
 The expected state comes from the launch file itself (buffers laid out from word 0 in file
 order, grid, block) and docs/isa.md's "State" table, not from the code under test; only the
 machine code is taken from the loader (`launch.instructions`), since encoding PTX is not the
-prompt's job.
+prompt's job.  The generic layer below it (`state_prompt`, `prompt_text`, ...) is tested in
+tests/trace/test_trace_prompt.py.
 """
 
 from __future__ import annotations
@@ -142,10 +143,6 @@ def test_hdlc_launch_errors(tmp_path, capsys):
     assert "cannot write" in capsys.readouterr().err
 
 
-def test_state_prompt_refuses_incomplete_or_wide_state(protocol):
-    state = initial_state(launch_of(VECTOR_ADD.parent))
-    assert state_prompt(protocol, state) == build_prompt(launch_of(VECTOR_ADD.parent), protocol)
-    with pytest.raises(ProtocolError, match="needs 126 values for mem, it has none"):
-        state_prompt(protocol, {k: v for k, v in state.items() if k != "mem"})
-    with pytest.raises(ProtocolError, match=r"pc\[0\]\[1\] = 128 does not fit 7 bits"):
-        state_prompt(protocol, {**state, "pc": [0, 128] + [0] * 30})
+def test_build_prompt_is_the_prompt_of_the_initial_state(protocol):
+    launch = launch_of(VECTOR_ADD.parent)
+    assert state_prompt(protocol, initial_state(launch)) == build_prompt(launch, protocol)

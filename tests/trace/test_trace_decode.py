@@ -1,0 +1,149 @@
+"""Decoding traces (qwengpu/trace/decode.py): encoded records decode back to the same
+records, one token at a time or whole; garbled and truncated streams are `DecodeError`s
+naming the position and what was expected there; `split_prompt` separates a prompt from its
+trace.  What the records mean for a launch is tested in tests/runtime/test_decode.py.  (The
+file is not called test_decode.py: that name is tests/runtime's, and pytest imports test
+files by base name.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from qwengpu.dsl.elaborate import load_design
+from qwengpu.trace.decode import DecodeError, TraceDecoder, decode_trace, split_prompt
+from qwengpu.trace.protocol import TraceProtocol
+
+from trace_helpers import TEST_SPECS, random_records
+
+
+def test_decoder_streams_records(protocol):
+    records = random_records(protocol, 5)
+    decoder = TraceDecoder(protocol)
+    completed = [r for r in map(decoder.feed, protocol.encode_records(records))
+                 if r is not None]
+    assert completed == records and decoder.ended and decoder.finish() == records
+    assert decoder.tokens == 5 * 54 + 1
+
+
+def test_no_records(protocol):
+    assert decode_trace([protocol.eos_id], protocol) == []
+
+
+def garble(protocol, edit):
+    ids = protocol.encode_records(random_records(protocol, 4))
+    edit(ids)
+    with pytest.raises(DecodeError) as caught:
+        decode_trace(ids, protocol)
+    return caught.value.message
+
+
+def test_token_out_of_place(protocol):
+    def swap(ids):
+        ids[63], ids[64] = ids[64], ids[63]          # record 1, slots 9 and 10
+    message = garble(protocol, swap)
+    assert message.startswith("position 63: expected rval0.b2=.. (byte 2 of field rval0 of "
+                              "record 1), got rval0.b3=")
+
+
+def test_missing_byte(protocol):
+    message = garble(protocol, lambda ids: ids.pop(54 * 3 + 20))
+    assert message.startswith("position 182: expected rval3.b1=..")
+
+
+def test_missing_eos_and_truncation(protocol):
+    assert "has no <eos>" in garble(protocol, lambda ids: ids.pop())
+    message = garble(protocol, lambda ids: ids.__delitem__(slice(-13, None)))
+    assert "stops in the middle of a record" in message and "expected mval2.b3=.." in message
+    message = garble(protocol, lambda ids: ids.__delitem__(slice(-3, None)))
+    assert "stops in the middle of a record" in message and \
+        "expected commit:port2 (write port 2 of record" in message
+
+
+def test_eos_in_a_record_and_tokens_after_eos(protocol):
+    def early_eos(ids):
+        ids[100] = protocol.eos_id
+    assert "position 100: expected" in garble(protocol, early_eos)
+    assert "<eos> in the middle of a record" in garble(protocol, early_eos)
+    message = garble(protocol, lambda ids: ids.append(protocol.field_token("warp", 0, 1)))
+    assert "after <eos>" in message and "warp.b0=01" in message
+
+
+def test_foreign_tokens(protocol):
+    def prompt_token(ids):
+        ids[51] = protocol.commit_token("mem", (3,))
+    assert "got mem[3] (a prompt (state) token)" in garble(protocol, prompt_token)
+
+    def out_of_vocab(ids):
+        ids[2] = protocol.vocab_size + 5
+    assert "position 2: token id" in garble(protocol, out_of_vocab)
+
+
+def test_port_tokens_follow_every_record_in_order(protocol):
+    """specs/qwengpu.hdl stores from 4 lanes into `mem`: 3 port tokens after the 51 bytes."""
+    assert protocol.write_ports == 4
+    port = [protocol.port_token(k) for k in (1, 2, 3)]
+    ids = protocol.encode_records(random_records(protocol, 4))
+    assert ids[51:54] == ids[105:108] == port
+    message = garble(protocol, lambda ids: ids.pop(51))
+    assert message.startswith("position 51: expected commit:port1 (write port 1 of record 0), "
+                              "got commit:port2 (a record's port token)")
+
+    def swap(ids):
+        ids[52], ids[53] = ids[53], ids[52]
+    assert garble(protocol, swap).startswith("position 52: expected commit:port2")
+
+    def field_for_port(ids):
+        ids[53] = protocol.field_token("warp", 0, 0)
+    message = garble(protocol, field_for_port)
+    assert message.startswith("position 53: expected commit:port3 (write port 3 of record 0), "
+                              "got warp.b0=00 (a record token)")
+
+    def port_for_field(ids):
+        ids.insert(54, port[0])
+    message = garble(protocol, port_for_field)
+    assert message.startswith("position 54: expected warp.b0=.. (the start of record 1) or "
+                              "<eos>, got commit:port1 (a record's port token)")
+
+    def eos_for_port(ids):
+        ids[51:] = [protocol.eos_id]
+    assert "position 51: expected commit:port1" in garble(protocol, eos_for_port)
+    assert "<eos> in the middle of a record" in garble(protocol, eos_for_port)
+
+
+def test_one_port_machines_have_no_port_tokens():
+    design = load_design(TEST_SPECS / "two_lanes.hdl")
+    protocol = TraceProtocol.from_design(design)
+    assert protocol.write_ports == 1
+    assert protocol.tokens_per_record == len(protocol.record_slots) == 3
+    assert not [token for token in protocol.tokens if token.kind == "port"]
+    ids = protocol.encode_records([{"t": 1, "v0": 2, "v1": 3}])
+    assert decode_trace(ids, protocol) == [{"t": 1, "v0": 2, "v1": 3}]
+
+
+def test_errors_count_positions_from_the_offset(protocol):
+    ids = protocol.encode_records(random_records(protocol, 1))
+    with pytest.raises(DecodeError, match="position 1054: the trace has no <eos>"):
+        decode_trace(ids[:-1], protocol, offset=1000)          # 54 tokens fed from 1000
+    ids[10] = protocol.eos_id
+    with pytest.raises(DecodeError, match="position 1010: expected"):
+        decode_trace(ids, protocol, offset=1000)
+
+
+def test_what_the_decoder_expects_next(protocol):
+    decoder = TraceDecoder(protocol)
+    assert decoder.expected() == "warp.b0=.. (the start of record 0) or <eos>"
+    for token_id in protocol.encode_record(random_records(protocol, 1)[0])[:52]:
+        decoder.feed(token_id)
+    assert decoder.expected() == "commit:port2 (write port 2 of record 0)"
+    assert decoder.tokens == 52 and decoder.records == []
+
+
+def test_split_prompt(protocol):
+    prompt = [protocol.bos_id, protocol.init_token("warp", 0), protocol.trace_id]
+    trace = protocol.encode_records(random_records(protocol, 1))
+    assert split_prompt(prompt + trace, protocol) == (prompt, trace)
+    assert split_prompt(trace, protocol) == ([], trace)
+    assert split_prompt([], protocol) == ([], [])
+    for start in (protocol.bos_id, protocol.stage_token(0, 1)):
+        with pytest.raises(DecodeError, match="position 0: .* has no <trace> token"):
+            split_prompt([start, *trace], protocol)
