@@ -14,17 +14,13 @@ import traceback
 
 from qwengpu.errors import UserError
 
-COMMAND_MODULES = ["check", "sim", "run", "compile", "generate", "graph", "passes", "launch", "decode",
-                   "splice"]
+COMMAND_MODULES = ["check", "sim", "run", "compile", "generate", "graph", "passes", "launch",
+                   "decode"]
 
 
 def _load_commands():
     for name in COMMAND_MODULES:
-        try:
-            yield importlib.import_module(f"qwengpu.commands.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"qwengpu.commands.{name}":
-                raise
+        yield importlib.import_module(f"qwengpu.commands.{name}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -82,3 +82,27 @@ def test_modules_are_short():
     long = {str(path.relative_to(PACKAGE.parent)): length for path in PACKAGE.rglob("*.py")
             if (length := len(path.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+# The packages (and modules) the compile path runs through: each module has a sibling test
+# file whose path mirrors it (qwengpu/passes/merge_common.py ->
+# tests/passes/test_merge_common.py).
+COMPILE_PATH = ["dsl", "ir", "passes", "trace", "backend_torch", "compiler.py",
+                "runtime/machine_file.py"]
+
+
+def test_every_module_of_the_compile_path_has_a_sibling_test():
+    tests = PACKAGE.parent / "tests"
+    missing = []
+    for part in COMPILE_PATH:
+        root = PACKAGE / part
+        modules = [root] if root.suffix == ".py" else sorted(root.rglob("*.py"))
+        for module in modules:
+            if module.name == "__init__.py":
+                continue
+            relative = module.relative_to(PACKAGE)
+            sibling = tests / relative.parent / f"test_{module.name}"
+            if not sibling.is_file():
+                missing.append(f"{relative} -> {sibling.relative_to(tests.parent)}")
+    assert not missing, "modules of the compile path without a sibling test:\n" + \
+        "\n".join(missing)

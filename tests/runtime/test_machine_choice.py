@@ -78,33 +78,6 @@ def test_machine_file_round_trip(one_lane_checkpoint):
     assert TraceProtocol.from_design(machine.design) == TraceProtocol.load(one_lane_checkpoint)
 
 
-def test_machine_file_is_deterministic(tmp_path):
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-        write_machine_file(tmp_path / name, SPEC, dict(reversed(ONE_LANE.items())))
-    assert (tmp_path / "a" / "machine.json").read_bytes() == \
-        (tmp_path / "b" / "machine.json").read_bytes()
-
-
-def test_without_machine_json_the_default_machine(tmp_path):
-    assert read_machine_file(tmp_path) is None
-    assert checkpoint_machine(tmp_path).shape == load_machine().shape
-
-
-@pytest.mark.parametrize("text, message", [
-    ("{", "cannot read the checkpoint's machine"),
-    ('{"format": "other", "version": 1}', "not a qwengpu-machine version 1 file"),
-    ('{"format": "qwengpu-machine", "version": 1, "spec": "x.hdl", "params": {}}',
-     "'spec' and 'source' must be strings"),
-    ('{"format": "qwengpu-machine", "version": 1, "spec": "x.hdl", "source": "",'
-     ' "params": {"LANES": true}}', "'params' must be an object of NAME: integer"),
-])
-def test_broken_machine_json(tmp_path, capsys, text, message):
-    (tmp_path / "machine.json").write_text(text)
-    code, _, err = run_cli(capsys, ["run", VECTOR_ADD, "--model", tmp_path])
-    assert code == 1 and message in err and "Traceback" not in err, err
-
-
 # --- the checkpoint's machine in run, launch, decode ---------------------------------------
 
 def test_run_uses_the_checkpoints_machine(one_lane_checkpoint, capsys):

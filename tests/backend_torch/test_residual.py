@@ -1,15 +1,16 @@
-"""The residual layout: allocation, encodings, decoding with margins, and the norm ledger
-checked against the RMSNorm that a real Qwen3.5 sublayer applies."""
+"""The residual layout (`backend_torch/residual.py`): allocation, encodings, decoding with
+margins, and the norm ledger checked against the RMSNorm that a real Qwen3.5 sublayer
+applies."""
 
 import math
 
 import pytest
 import torch
 
-from qwengpu.backend_torch.gadgets.core import MlpWriter, const, put, value_of, weighted
+from qwengpu.backend_torch.gadgets.core import MlpWriter, value_of
 from qwengpu.backend_torch.model import FULL, LINEAR, blank_model, make_config, prefill_logits
-from qwengpu.backend_torch.residual import ONE, ResidualLayout, decode, decode_many, \
-    decode_word, deviation, onehot, residual_rms, word_digits
+from qwengpu.backend_torch.residual import ResidualLayout, decode, decode_many, decode_word, \
+    deviation, onehot, residual_rms, word_digits
 from qwengpu.errors import CapacityError
 
 
@@ -83,29 +84,3 @@ def test_ledger_matches_the_model_rms():
     assert torch.allclose(measured, torch.full_like(measured, rms), rtol=1e-6)
     copied = run.hidden_states[1][0, :, copy.start] / copy.scale
     assert torch.allclose(copied, torch.tensor([3.0, 15.0, 0.0]), atol=1e-5)
-
-
-def test_writer_counts_and_refuses_overlap():
-    layout = ResidualLayout(40)
-    digit, out = layout.alloc_digit("d"), layout.alloc_digit("o")
-    counter = MlpWriter(None, range(10), 1.0)
-    counter.step(weighted(digit, lambda v: v), 7.5, put(out, 1))
-    counter.bias(put(out, 0))
-    counter.bias(put(out, 2))
-    assert counter.flush() == 3                    # one step pair + one shared bias unit
-    with pytest.raises(CapacityError, match="units exhausted"):
-        small = MlpWriter(None, range(1), 1.0)
-        small.step(const(1.0), 0.5, put(out, 1))
-    config = make_config(2, 40, 8, [LINEAR, FULL], 3, linear_num_key_heads=1,
-                         linear_num_value_heads=1, linear_key_head_dim=16,
-                         linear_value_head_dim=16, num_attention_heads=1,
-                         num_key_value_heads=1, head_dim=16)
-    mlp = blank_model(config).model.layers[0].mlp
-    first = MlpWriter(mlp, range(8), 1.0)
-    first.step(const(1.0), 0.5, put(out, 1))
-    first.flush()
-    second = MlpWriter(mlp, range(1, 8), 1.0)
-    second.linear(const(1.0), put(out, 2))
-    with pytest.raises(ValueError, match="already in use"):
-        second.flush()
-    assert ONE.start == 0
