@@ -21,7 +21,7 @@ from transformers import AutoModelForCausalLM
 
 from qwengpu.compiler import compile
 from qwengpu.dsl import Simulator
-from qwengpu.trace.prompt import state_prompt
+from qwengpu.trace.prompt import simulator_state, state_prompt  # noqa: F401  (tests use both)
 
 
 def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", params=None,
@@ -54,12 +54,6 @@ def load(directory, dtype=None):
         torch.backends.cudnn.allow_tf32 = False
     model.to(device).eval()
     return model
-
-
-def simulator_state(sim: Simulator) -> dict[str, list[int]]:
-    state = {name: list(values) for name, values in sim.memories.items()}
-    state.update({name: [value] for name, value in sim.registers.items()})
-    return state
 
 
 def expected_trace(compiled, sim: Simulator, max_records: int = 1000) -> list[int]:

@@ -4,7 +4,7 @@ reference interpreter.
 A launch puts the machine into its initial state through prompt tokens; this harness does the
 same with a *random* state, so every corner of the step logic is reached without writing a
 program that gets there.  It puts the compiled model into `state` through the prompt
-(`qwengpu.runtime.prompt.state_prompt`, exactly what a launch does), lets the checkpoint write
+(`qwengpu.trace.prompt.state_prompt`, exactly what a launch does), lets the checkpoint write
 one record's worth of tokens with stock transformers (`model.generate(do_sample=False)`),
 decodes them with the protocol (`qwengpu.runtime.decode.TraceDecoder`) and compares the record
 with the interpreter's first record from the same state (`qwengpu.dsl.Simulator`).  The

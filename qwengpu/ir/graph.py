@@ -195,16 +195,24 @@ class Graph:
             node_id = self._next_id
         if node_id in self._graph:
             raise VerifyError(f"node %{node_id} already exists")
+        self._check_args(node_id, record.args)
         self._next_id = max(self._next_id, node_id + 1)
         self._graph.add_node(node_id, record=record)
         for arg in record.args:
             self._graph.add_edge(arg, node_id)
         return node_id
 
+    def _check_args(self, node_id: int, args) -> None:
+        """An argument must be a node already (networkx would make an empty one)."""
+        for arg in args:
+            if arg not in self._graph:
+                raise VerifyError(f"%{node_id}: argument %{arg} does not exist")
+
     def update(self, node_id: int, **changes) -> None:
         """Change fields of a node's record (its edges follow a change of `args`)."""
         old = self.node(node_id)
         new = replace(old, **changes)
+        self._check_args(node_id, new.args)
         self._graph.nodes[node_id]["record"] = new
         if new.args != old.args:
             for arg in set(old.args) - set(new.args):

@@ -7,10 +7,12 @@ A prompt puts the machine into a state; it never carries anything the machine co
 
     <bos>
     init:warp.b0 init:pc.b0 ... init:trap_lane.b0        record scratch, every slot once
-    set.b0=00 ... set.b7=00                               staging scratch, every slot once
-    set.b0=.. ... prog[0]  set.b0=.. prog[1] ...          every state element, in design
+    set.b0=00 ... set.b7=00                               staging scratch, every slot once,
+    set.b0=.. ... prog[0]  set.b0=.. prog[1] ...          then every state element, in design
                                                           order, row-major, then registers
     <trace>                                               the model answers with record 0
+
+(`prompt_text` prints the staging scratch's first writes on the first commit's line.)
 
 A state write stages the value's bytes (`set.bK=VV`), restaging only the bytes that differ
 from what the staging scratch holds, then commits it with the token that names the element

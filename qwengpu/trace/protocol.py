@@ -50,7 +50,7 @@ says which record position a given input token must be answered with.
 Prompt writes therefore do not depend on the DeltaNet conv window: a 64-bit word needs 8 value
 bytes, more than 4 consecutive tokens can carry, so values go through the staging scratch the
 way record fields go through the record scratch, and the commit token (which names element and
-index) reads them back, like the token that closes a record.  `qwengpu.runtime.prompt`
+index) reads them back, like the token that closes a record.  `qwengpu.trace.prompt`
 guarantees: every staging slot and every record-scratch slot is written before the first
 commit; before each commit the staged bytes 0 .. ceil(width/8)-1 hold exactly the value (bits
 above the element's width are 0); a byte is restaged only when it differs from what the

@@ -108,6 +108,18 @@ def test_add_record_keeps_ids_unique_and_growing():
     assert graph.add("const", 1, value=1) == 11
 
 
+def test_an_argument_must_exist():
+    """A node (or an update) naming an argument that is no node is refused at once (networkx
+    would silently make an empty node for it)."""
+    graph, (x, y) = register_graph(x=8, y=8)
+    total = graph.add("add", 8, (x, y))
+    with pytest.raises(VerifyError, match="argument %999 does not exist"):
+        graph.add("add", 8, (999, x))
+    with pytest.raises(VerifyError, match="argument %998 does not exist"):
+        graph.update(total, args=(998, y))
+    assert graph.node(total).args == (x, y) and 999 not in graph and 998 not in graph
+
+
 def test_a_cycle_is_found():
     graph = _small_graph()
     graph.update(2, args=(0, 3))            # %2 = add a, %3 and %3 = not %2
