@@ -110,6 +110,8 @@ def compile(spec: str, target: str = "min", *, params: dict[str, int] | None = N
     if STEPS.index(last) > STEPS.index("allocate") and estimate:
         raise UserError("an estimate (writes not carried by the trace) cannot be built into "
                         "weights")
+    if output is not None and STEPS.index(last) == len(STEPS) - 1:
+        _check_output(Path(output))
     result = Compilation(spec, target, dict(params or {}), list(passes or DEFAULT_PIPELINE),
                          encoding, dtype, Path(output) if output is not None else None,
                          estimate)
@@ -125,6 +127,17 @@ def compile(spec: str, target: str = "min", *, params: dict[str, int] | None = N
             (dump or _print_dump)(name, dump_text(result, name))
     result.seconds["total"] = time.perf_counter() - started
     return result
+
+
+def _check_output(directory: Path) -> None:
+    """The checkpoint directory must be one the write step can fill: refused before any
+    weight is built.  An existing checkpoint directory is written over."""
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"{directory}: exists and is not a directory (the checkpoint is a "
+                        "directory of files)")
+    parent = directory.resolve().parent
+    if not parent.is_dir():
+        raise UserError(f"{directory}: its folder {parent} does not exist")
 
 
 def _print_dump(name: str, text: str) -> None:

@@ -58,6 +58,21 @@ class UserError(Exception):
         return f"{head}\n{line}\n{caret}"
 
 
+def write_output(path, text: str, what: str = "output") -> None:
+    """Write a text file the user named; a path that cannot be written is a `UserError`."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise UserError(f"{path}: cannot write the {what}: {error.strerror}") from None
+
+
+def not_text(error: UnicodeDecodeError) -> str:
+    """Why a file is not UTF-8 text, in a user's terms."""
+    return (f"not UTF-8 text (byte {error.object[error.start:error.start + 1].hex()} at "
+            f"byte {error.start})")
+
+
 class HdlError(UserError):
     """A mistake in an HDL spec."""
 

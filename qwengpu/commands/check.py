@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from qwengpu.dsl.elaborate import load_design
+from qwengpu.errors import HdlError, Location
 from qwengpu.dsl.netlist import Design, format_design
 
 NAME = "check"
@@ -125,6 +126,9 @@ def summarize(design: Design) -> str:
 def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.param, getattr(args, "parser", None))
     design = load_design(args.spec, overrides)
+    if not design.record:
+        raise HdlError("the spec describes no machine: nothing is emitted (a machine writes a "
+                       "record of `emit` fields every step)", Location(design.file))
     if args.netlist:
         print(format_design(design, with_locations=not args.no_locations), end="")
     else:

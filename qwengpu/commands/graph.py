@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from qwengpu.commands.check import add_parameter_option, parse_overrides
+from qwengpu.errors import UserError, write_output
 
 NAME = "graph"
 HELP = "show the scheduled layer graph (text, or HTML with -o FILE.html)"
@@ -36,12 +37,16 @@ def run(args: argparse.Namespace) -> int:
     from qwengpu.backend_torch.schedule import format_schedule
     from qwengpu.compiler import compile
 
+    suffix = Path(args.output).suffix if args.output else ".txt"
+    if suffix not in (".html", ".txt"):
+        raise UserError(f"{args.output}: hdlc graph writes a page (.html) or text (.txt), not "
+                        f"{suffix or 'a file without a suffix'}")
     compiled = compile(args.spec, args.target, params=parse_overrides(args.param, args.parser),
                        estimate=args.estimate, encoding=args.encoding, stop_after="schedule")
-    if args.output and args.output.endswith(".html"):
-        Path(args.output).write_text(schedule_html(compiled.schedule))
+    if suffix == ".html":
+        write_output(args.output, schedule_html(compiled.schedule), "page")
     elif args.output:
-        Path(args.output).write_text(format_schedule(compiled.schedule))
+        write_output(args.output, format_schedule(compiled.schedule), "schedule")
     else:
         print(format_schedule(compiled.schedule), end="")
     return 0

@@ -14,7 +14,7 @@ import argparse
 
 from qwengpu.commands.check import add_parameter_option, parse_overrides
 from qwengpu.dsl.elaborate import load_design
-from qwengpu.errors import UserError
+from qwengpu.errors import UserError, write_output
 from qwengpu.ir import build_graph, format_graph, to_dot
 from qwengpu.passes import DEFAULT_PIPELINE, PASSES, format_stats, run_passes
 from qwengpu.ir.cost import estimate_cost, format_cost
@@ -81,6 +81,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_graph(graph, with_locations), end="")
     if args.dot:
-        with open(args.dot, "w", encoding="utf-8") as handle:
-            handle.write(to_dot(graph, with_locations))
+        write_output(args.dot, to_dot(graph, with_locations), "Graphviz file")
     return 0

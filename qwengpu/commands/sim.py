@@ -5,7 +5,8 @@ the launch.  The trace prints one line per record: the warp, the PC, the active 
 (the numbers of the lanes in them, `.` for the others), the instruction, and what it did: register and predicate writes per lane,
 memory writes, branches taken, lanes exited, and the trap if there is one.  The final memory
 follows.  `--json` prints `{"records": [...], "memory": [...], "trap": ..., ...}` instead,
-with every value as the unsigned integer the record holds.
+with every value as the unsigned integer the record holds.  A program that traps exits 1,
+as a launch that traps does in `hdlc run`.
 """
 
 from __future__ import annotations
@@ -141,9 +142,10 @@ def run(args: argparse.Namespace) -> int:
     result = run_simulator(sim, args.max_records)
     lanes = machine.shape.lanes
     warps = program.grid * warps_per_block(program.block, lanes)
+    status = 1 if result.trapped else 0        # as `hdlc run`: a trap is a failed launch
     if args.json:
         print(json.dumps(to_json(result, program, warps), indent=1))
-        return 0
+        return status
     print(f"{program.file}: grid {program.grid} x block {program.block} = {warps} warp"
           f"{'s' if warps != 1 else ''} of {lanes} lanes; {len(program.instructions)} "
           f"instructions")
@@ -152,4 +154,4 @@ def run(args: argparse.Namespace) -> int:
     print(outcome(result))
     print("final memory (signed words):")
     print(format_memory(result.memory))
-    return 0
+    return status

@@ -24,6 +24,7 @@ from typing import Iterable, Sequence
 
 from qwengpu.dsl import semantics
 from qwengpu.dsl.netlist import Design, Node
+from qwengpu.errors import CapacityError, Location
 
 # Inlining stops at this nesting depth (CPython's parser limits nested parentheses).
 MAX_INLINE_DEPTH = 40
@@ -214,7 +215,13 @@ def compile_step(design: Design):
     """The compiled step function: `step(memories, registers) -> record | None`."""
     namespace: dict = {}
     source = step_source(design)
-    exec(compile(source, f"<step of {design.file}>", "exec"), namespace)  # noqa: S102
+    try:
+        code = compile(source, f"<step of {design.file}>", "exec")
+    except RecursionError:
+        raise CapacityError(f"machine {design.name}: too large for the reference interpreter "
+                            "(its step nests deeper than Python compiles); use smaller "
+                            "parameters", Location(design.file)) from None
+    exec(code, namespace)  # noqa: S102
     step = namespace["step"]
     step.source = source
     return step

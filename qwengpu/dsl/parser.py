@@ -16,7 +16,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
 from qwengpu.dsl import ast
-from qwengpu.errors import HdlError, Location
+from qwengpu.errors import HdlError, Location, not_text
 
 GRAMMAR_PATH = Path(__file__).with_name("hdl.lark")
 
@@ -343,4 +343,6 @@ def parse_file(path: str | Path) -> ast.Spec:
         source = path.read_text(encoding="utf-8")
     except OSError as error:
         raise HdlError(f"cannot read spec: {error.strerror}", Location(str(path))) from None
+    except UnicodeDecodeError as error:
+        raise HdlError(f"cannot read spec: {not_text(error)}", Location(str(path))) from None
     return parse(source, str(path))

@@ -28,7 +28,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from qwengpu.dsl.parser import parse_number   # numbers are written as in the HDL
 from qwengpu.isa import (BINARY_ALU, LANES, MASK32, PT, PREDS, REGS, RZ, Cmp, Instruction, Op,
                          Special)
-from qwengpu.errors import Location, UserError
+from qwengpu.errors import Location, UserError, not_text
 
 GRAMMAR_PATH = Path(__file__).with_name("asm.lark")
 
@@ -341,4 +341,6 @@ def assemble_file(path: str | Path) -> AsmProgram:
         source = path.read_text(encoding="utf-8")
     except OSError as error:
         raise AsmError(f"cannot read program: {error.strerror}", Location(str(path))) from None
+    except UnicodeDecodeError as error:
+        raise AsmError(f"cannot read program: {not_text(error)}", Location(str(path))) from None
     return assemble(source, str(path))

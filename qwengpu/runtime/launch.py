@@ -144,6 +144,8 @@ def load_launch(path: str, limits: MachineLimits | None = None) -> Launch:
     except json.JSONDecodeError as error:
         raise LaunchError(f"not valid JSON: {error.msg}",
                           Location(path, error.lineno, error.colno), text) from None
+    except RecursionError:
+        raise LaunchError("the JSON nests too deeply to be a launch", Location(path)) from None
     return launch_from_dict(data, base_dir=os.path.dirname(path), limits=limits,
                             _source=source)
 

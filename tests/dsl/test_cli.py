@@ -77,7 +77,7 @@ def test_sim_prints_the_trace_and_the_final_memory(capsys):
 
 
 def test_sim_json(capsys):
-    assert main(["sim", SPEC, str(PROGRAMS / "traps_at_the_end.s"), "--json"]) == 0
+    assert main(["sim", SPEC, str(PROGRAMS / "traps_at_the_end.s"), "--json"]) == 1   # a trap
     data = json.loads(capsys.readouterr().out)
     assert data["trap"] == {"code": 3, "name": "misaligned", "warp": 3, "pc": 18, "lane": 1}
     assert data["steps"] == len(data["records"]) and data["warps"] == 4
@@ -86,7 +86,7 @@ def test_sim_json(capsys):
 
 
 def test_sim_reports_a_trap_in_text(capsys):
-    assert main(["sim", SPEC, str(PROGRAMS / "traps_at_the_end.s"), "--no-trace"]) == 0
+    assert main(["sim", SPEC, str(PROGRAMS / "traps_at_the_end.s"), "--no-trace"]) == 1
     out = capsys.readouterr().out
     assert "TRAPPED: misaligned in warp 3 at pc 18, lane 1" in out
     assert "w0      0" not in out
