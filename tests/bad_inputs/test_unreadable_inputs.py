@@ -9,45 +9,35 @@ from pathlib import Path
 
 import pytest
 
-from qwengpu.cli import main
-
 ROOT = Path(__file__).resolve().parents[2]
 VECTOR_ADD = ROOT / "examples" / "vector_add" / "launch.json"
 
 
-def refused(capsys, argv) -> str:
-    capsys.readouterr()
-    code = main([str(arg) for arg in argv])
-    err = capsys.readouterr().err
-    assert code == 1 and "Traceback" not in err, err
-    return err
-
-
 @pytest.mark.parametrize("command", ["check", "sim"])
-def test_files_that_are_not_text(tmp_path, capsys, command):
+def test_files_that_are_not_text(tmp_path, command, refused):
     binary = tmp_path / "bad.hdl"
     binary.write_bytes(b"\xff\xfe machine")
     program = tmp_path / "bad.s"
     program.write_bytes(b"\x80 nop")
     argv = ["check", binary] if command == "check" else ["sim", ROOT / "specs" / "qwengpu.hdl",
                                                           program]
-    err = refused(capsys, argv)
+    err = refused(argv)
     assert "not UTF-8 text" in err and ("bad.hdl" in err or "bad.s" in err), err
 
 
-def test_a_launch_that_nests_too_deeply(tmp_path, capsys):
+def test_a_launch_that_nests_too_deeply(tmp_path, refused):
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     assert f"{deep}: error: the JSON nests too deeply to be a launch" in \
-        refused(capsys, ["run", deep])
+        refused(["run", deep])
 
 
-def test_an_empty_spec_describes_no_machine(tmp_path, capsys):
+def test_an_empty_spec_describes_no_machine(tmp_path, refused):
     empty = tmp_path / "empty.hdl"
     empty.write_text("")
-    assert "the spec describes no machine" in refused(capsys, ["check", empty])
+    assert "the spec describes no machine" in refused(["check", empty])
 
 
-def test_a_machine_too_large_to_simulate(capsys):
-    err = refused(capsys, ["run", VECTOR_ADD, "-P", "WARPS=4096"])
+def test_a_machine_too_large_to_simulate(refused):
+    err = refused(["run", VECTOR_ADD, "-P", "WARPS=4096"])
     assert "too large for the reference interpreter" in err

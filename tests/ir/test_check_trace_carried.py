@@ -12,7 +12,7 @@ from qwengpu.ir import Graph, verify
 from qwengpu.ir.check_trace_carried import (check_trace_carried, field_values,
                                             trace_carried_problems, written_state)
 
-from ir_helpers import COUNTER, spec_graph
+from graph_helpers import COUNTER, spec_graph
 
 # Line 1 is `machine t;`, line 2 is empty: `b <= b + a;` is line 10.
 NOT_CARRIED = """

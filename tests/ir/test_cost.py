@@ -7,7 +7,7 @@ from __future__ import annotations
 from qwengpu.ir import verify
 from qwengpu.ir.cost import CostEstimate, estimate_cost, format_cost
 
-from ir_helpers import COUNTER, register_graph, spec_graph
+from graph_helpers import COUNTER, register_graph, spec_graph
 
 
 def tiny_digit_graph():

@@ -13,7 +13,7 @@ from qwengpu.ir import evaluate, verify
 from qwengpu.ir.digit_build import DigitBuilder
 from qwengpu.ir.digits import GENERATE, KILL, PROPAGATE, column_value
 
-from ir_helpers import register_graph
+from graph_helpers import register_graph
 
 
 def digit_graph():

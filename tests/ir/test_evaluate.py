@@ -16,7 +16,7 @@ from qwengpu.dsl.interp import Simulator
 from qwengpu.dsl.netlist import MemorySpec, RegisterSpec
 from qwengpu.ir import Graph, build_graph, evaluate, random_state, verify
 
-from ir_helpers import COUNTER, register_graph, spec_graph
+from graph_helpers import COUNTER, memory_graph, register_graph, spec_graph
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = [*sorted((ROOT / "specs").glob("*.hdl")),
@@ -28,21 +28,6 @@ def test_evaluate_counter():
     assert evaluate(graph, {"count": 10, "done": 0}) == {
         "writes": [("count", (), 11), ("done", (), 1)], "record": {"count": 10}, "stop": 0}
     assert evaluate(graph, {"count": 255, "done": 1})["writes"] == [("count", (), 0)]
-
-
-def memory_graph() -> Graph:
-    """out = m[i] + m[j]; m[i] <= r when w (m has 6 elements, i and j are 3 bits)."""
-    memories = {"m": MemorySpec("m", (6,), 8)}
-    registers = {"i": RegisterSpec("i", 3), "j": RegisterSpec("j", 3), "r": RegisterSpec("r", 8),
-                 "w": RegisterSpec("w", 1)}
-    graph = Graph("t", "t.hdl", memories=memories, registers=registers)
-    i, j, r, w = (graph.add("register", s.width, state=s.name) for s in registers.values())
-    a = graph.add("read", 8, (i,), state="m")
-    b = graph.add("read", 8, (j,), state="m")
-    total = graph.add("add", 8, (a, b))
-    graph.add("write", 8, (w, i, r), state="m")
-    graph.add("field", 8, (total,), state="out")
-    return graph
 
 
 def test_evaluate_memory_out_of_range_reads_zero_and_drops_writes():

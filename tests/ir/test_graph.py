@@ -13,7 +13,7 @@ from qwengpu.dsl.elaborate import elaborate_source
 from qwengpu.errors import Location
 from qwengpu.ir import Encoding, IrNode, VerifyError, build_graph, keep_origin, verify, word_dims
 
-from ir_helpers import COUNTER, register_graph, spec_graph
+from graph_helpers import COUNTER, register_graph, spec_graph
 
 
 def test_build_graph_keeps_locations_and_makes_sinks():

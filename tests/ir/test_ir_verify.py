@@ -14,7 +14,7 @@ from qwengpu.dsl.netlist import MemorySpec, RegisterSpec
 from qwengpu.errors import Location
 from qwengpu.ir import Encoding, Graph, VerifyError, build_graph, verify
 
-from ir_helpers import COUNTER, register_graph, spec_graph
+from graph_helpers import COUNTER, register_graph, spec_graph
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 

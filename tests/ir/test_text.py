@@ -11,7 +11,7 @@ from qwengpu.dsl.netlist import MemorySpec, RegisterSpec
 from qwengpu.errors import Location
 from qwengpu.ir import Encoding, Graph, format_graph, format_node, to_dot
 
-from ir_helpers import COUNTER, spec_graph
+from graph_helpers import COUNTER, spec_graph
 
 
 def test_text_form_golden():

@@ -19,7 +19,8 @@ from qwengpu.ir.cost import estimate_cost
 from qwengpu.ir.digits import column_value
 from qwengpu.ir import VerifyError
 
-from pass_helpers import operator_graph, run_checked, spec_graph
+from graph_helpers import operator_graph, spec_graph
+from pass_helpers import run_checked
 
 ALU = """
 register a : u32;

@@ -6,7 +6,8 @@ from __future__ import annotations
 from qwengpu.ir import evaluate
 from qwengpu.ir.cost import estimate_cost
 
-from pass_helpers import assert_same_meaning, run_checked, spec_graph
+from graph_helpers import spec_graph
+from pass_helpers import assert_same_meaning, run_checked
 
 LOWER = ("fold-constants", "merge-common", "remove-dead", "lower-digits", "fold-constants",
          "merge-common", "remove-dead")

@@ -11,7 +11,8 @@ from qwengpu.ir.digits import GENERATE, PROPAGATE
 from qwengpu.passes.fold_constants import WORD_RULES
 from qwengpu.dsl.netlist import RegisterSpec
 
-from pass_helpers import assert_same_meaning, run_checked, spec_graph
+from graph_helpers import spec_graph
+from pass_helpers import assert_same_meaning, run_checked
 
 HEADER = """
 register x : u8;

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pass_helpers import assert_same_meaning, run_checked, spec_graph
+from graph_helpers import spec_graph
+from pass_helpers import assert_same_meaning, run_checked
 
 from qwengpu.ir import VerifyError, evaluate, format_graph, verify
 from qwengpu.passes import DEFAULT_PIPELINE

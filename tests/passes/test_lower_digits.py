@@ -13,7 +13,8 @@ from qwengpu.ir import evaluate, format_graph, verify
 from qwengpu.ir.cost import estimate_cost
 from qwengpu.ir.digits import DIGIT_OPS
 
-from pass_helpers import assert_same_meaning, memory_graph, operator_graph, run_checked, spec_graph
+from graph_helpers import memory_graph, operator_graph, spec_graph
+from pass_helpers import assert_same_meaning, run_checked
 
 BINARY = ["add", "sub", "mul", "and", "or", "xor", "eq", "ne", "ult", "ule", "slt", "sle",
           "shl", "shr", "sar"]

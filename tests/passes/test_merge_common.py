@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from qwengpu.ir import format_graph
 
-from pass_helpers import assert_same_meaning, memory_graph, run_checked, spec_graph
+from graph_helpers import memory_graph, spec_graph
+from pass_helpers import assert_same_meaning, run_checked
 
 SPEC = """
 register x : u8;

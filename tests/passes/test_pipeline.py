@@ -9,7 +9,8 @@ import pytest
 from qwengpu.ir import format_graph
 from qwengpu.passes import DEFAULT_PIPELINE, format_stats, run_passes
 
-from pass_helpers import assert_same_meaning, spec_graph
+from graph_helpers import spec_graph
+from pass_helpers import assert_same_meaning
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = "register x : u8;\nregister y : u8;\nstage s { emit a = (x + 0) * y; emit b = y * x; }"

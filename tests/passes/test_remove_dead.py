@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pass_helpers import assert_same_meaning, run_checked, spec_graph
+from graph_helpers import spec_graph
+from pass_helpers import assert_same_meaning, run_checked
 
 SPEC = """
 register x : u8;

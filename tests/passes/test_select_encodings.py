@@ -6,7 +6,8 @@ from __future__ import annotations
 from qwengpu.ir import Encoding, format_graph
 from qwengpu.passes.select_encodings import residual_dims
 
-from pass_helpers import assert_same_meaning, operator_graph, run_checked, spec_graph
+from graph_helpers import operator_graph, spec_graph
+from pass_helpers import assert_same_meaning, run_checked
 
 
 def test_digit_encodings_after_lowering():

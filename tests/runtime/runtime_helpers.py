@@ -21,7 +21,6 @@ if str(EXAMPLES_DIR) not in sys.path:
     sys.path.insert(0, str(EXAMPLES_DIR))
 
 import make_expected  # noqa: E402  (examples/make_expected.py)
-from bench_scripts import bench_script  # noqa: E402,F401  (tests/bench_scripts.py)
 
 ALL_EXAMPLES = make_expected.example_dirs(EXAMPLES_DIR)
 # Examples the loader accepts (too_big is refused before any prompt exists).

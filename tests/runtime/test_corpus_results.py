@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from runtime_helpers import EXAMPLES_DIR, IDS, ROOT, bench_script, default_protocol, sim_result
+from bench_scripts import bench_script
+from runtime_helpers import EXAMPLES_DIR, IDS, ROOT, default_protocol, sim_result
 from qwengpu.trace.decode import TraceDecoder
 
 RESULTS = [ROOT / "bench" / "results" / name

@@ -17,7 +17,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from runtime_helpers import VECTOR_ADD, bench_script, launch_of, sim_result
+from bench_scripts import bench_script
+from runtime_helpers import VECTOR_ADD, launch_of, sim_result
 from qwengpu.cli import main
 from qwengpu.runtime.model_backend import CheckMismatch, LockstepChecker
 
