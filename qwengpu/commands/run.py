@@ -36,6 +36,7 @@ from qwengpu.runtime.launch import (Launch, LaunchResult, load_launch, machine_l
                                     run_launch_sim)
 from qwengpu.runtime.machine_file import checkpoint_machine
 from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, Machine, load_machine
+from qwengpu.runtime.prompt import trace_cost
 from qwengpu.runtime.trace_format import format_trace
 
 NAME = "run"
@@ -47,8 +48,11 @@ def _run_sim(launches: list[Launch], machine: Machine, args: argparse.Namespace
     outcomes: list[LaunchResult | UserError] = []
     for launch in launches:
         try:
-            outcomes.append(run_launch_sim(launch, max_records=args.max_records,
-                                           machine=machine))
+            result = run_launch_sim(launch, max_records=args.max_records, machine=machine)
+            if args.json:
+                result.tokens, result.prompt_tokens = trace_cost(launch, result.records,
+                                                                 machine)
+            outcomes.append(result)
         except UserError as error:
             if len(launches) == 1:
                 raise
@@ -135,8 +139,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--backend model: step the interpreter in lockstep and stop at "
                              "the first record that differs (record, field, expected, got)")
     parser.add_argument("--json", action="store_true",
-                        help='print one JSON object {"buffers", "records", "trap"} on stdout '
-                             '(--backend model adds "engine", "tokens", "prompt_tokens", '
+                        help='print one JSON object {"buffers", "records", "tokens", '
+                             '"prompt_tokens", "trap"} on stdout (tokens: the trace a compiled '
+                             'model writes, <eos> included; --backend model adds "engine", '
                              '"seconds" and "prefill_seconds")')
     parser.add_argument("--trace", action="store_true",
                         help="print every record readably (on stderr with --json)")

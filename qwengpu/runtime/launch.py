@@ -383,6 +383,9 @@ class LaunchResult:
     memory: list[int]
     records: list[dict[str, int]]
     trap: TrapInfo | None = None
+    # what the launch costs a compiled model (`qwengpu.runtime.prompt.trace_cost`), when asked
+    tokens: int | None = None
+    prompt_tokens: int | None = None
 
     def region_values(self, region: Region) -> list[int]:
         """A region's words as signed 32-bit integers."""
@@ -399,8 +402,11 @@ class LaunchResult:
                 for name, region in self.launch.variables.items()}
 
     def as_json(self) -> dict:
-        return {"buffers": self.buffers, "records": len(self.records),
-                "trap": self.trap.as_json() if self.trap else None}
+        result = {"buffers": self.buffers, "records": len(self.records)}
+        if self.tokens is not None:
+            result["tokens"], result["prompt_tokens"] = self.tokens, self.prompt_tokens
+        result["trap"] = self.trap.as_json() if self.trap else None
+        return result
 
     def trap_error(self) -> LaunchTrap | None:
         if self.trap is None:

@@ -41,3 +41,15 @@ def build_prompt(launch: Launch, protocol: TraceProtocol,
     machine = as_machine(machine)
     check_protocol(protocol, machine.design)
     return state_prompt(protocol, initial_state(launch, machine))
+
+
+def trace_cost(launch: Launch, records: list[dict[str, int]],
+               machine: Machine | Design | str | None = None,
+               protocol: TraceProtocol | None = None) -> tuple[int, int]:
+    """What a launch costs a compiled model, in tokens, known without running one: the
+    length of the trace the model would write for `records` (`<eos>` included when the last
+    record ends the launch, as in every finished run) and of the launch's prompt."""
+    machine = as_machine(machine)
+    protocol = protocol or TraceProtocol.from_design(machine.design)
+    return (len(protocol.encode_records(records)),
+            len(build_prompt(launch, protocol, machine)))

@@ -99,7 +99,10 @@ def test_hdlc_decode_matches_hdlc_run(protocol, tmp_path, capsys):
     trace = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)
     code, out, _ = run_cli(capsys, ["run", str(VECTOR_ADD), "--json"])
     assert code == 0
-    expected = {**json.loads(out), "tokens": len(trace)}
+    expected = json.loads(out)
+    # the interpreter's run says what the trace and prompt cost a model, before any runs
+    assert expected.pop("prompt_tokens") == len(build_prompt(launch, protocol)) == 1290
+    assert expected["tokens"] == len(trace) == 76 * 54 + 1
     for ids in (trace, build_prompt(launch, protocol) + trace):
         path = tmp_path / "ids.json"
         path.write_text(json.dumps({"ids": ids}))
