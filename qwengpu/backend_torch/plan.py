@@ -74,6 +74,8 @@ def build_plan(graph: Graph, protocol: TraceProtocol, estimate: bool = False) ->
     builder = _Builder(plan)
     builder.scratch()
     builder.commit()
+    if protocol.optional:
+        builder.next_position()
     builder.step()
     builder.emission()
     _share_luts(plan)
@@ -114,7 +116,12 @@ def _embedding(plan: Plan) -> None:
              "tok.cidx": max([s.size for s in plan.stores] + [1]),
              "tok.next": p.tokens_per_record}
     lanes = field_lanes(plan.graph)
-    if lanes:
+    if p.optional:
+        # the optional fields' scratch reads its bytes from these, and starts clean on
+        # `tok.clear` (see `_Builder.scratch`); the next position and its lane are computed
+        # (`_Builder.next_position`), not held by the token
+        sizes.update({"tok.olo": 16, "tok.ohi": 16, "tok.clear": 2})
+    elif lanes:
         sizes["tok.lane"] = max(lanes.values()) + 1
     for name, size in sizes.items():
         plan.embedding.append(plan.value(name, size))
@@ -150,6 +157,12 @@ def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
         store, flat = commit_target(plan.stores, protocol.state_by_name[token.name],
                                     token.index)
         held["tok.mode"], held["tok.cidx"] = store.mode, flat
+    if protocol.optional:
+        optional = token.kind == "field" and protocol.field_by_name[token.name].when is not None
+        held["tok.olo"], held["tok.ohi"] = (held["tok.lo"], held["tok.hi"]) if optional \
+            else (0, 0)
+        held["tok.clear"] = int(token.id == protocol.bos_id or
+                                (token.kind == "field" and token.slot == 0))
     if NORM_ANCHOR in plan.values:
         held[NORM_ANCHOR] = 1
     if "tok.lane" in plan.values:
@@ -178,11 +191,12 @@ class _Builder:
     def scratch(self) -> None:
         plan, p = self.plan, self.protocol
         fields = {n.state: n for _, n in self.graph.items() if n.op == "field"}
-        record_slots = []
+        record_slots, optional_slots = [], []
         for slot, (name, byte) in enumerate(p.record_slots):
             spec = p.field_by_name[name]
             regions, digits = [], []
-            for half, source in ((0, "tok.lo"), (1, "tok.hi")):
+            sources = ("tok.lo", "tok.hi") if spec.when is None else ("tok.olo", "tok.ohi")
+            for half, source in enumerate(sources):
                 bits = _digit_bits(spec.width, 2 * byte + half)
                 if not bits:
                     continue
@@ -197,9 +211,11 @@ class _Builder:
                 for value, digit in digits:
                     if digit < len(node.args):
                         self.field_digit.setdefault(node.args[digit], value)
-            record_slots.append((slot, regions))
+            (record_slots if spec.when is None else optional_slots).append((slot, regions))
             plan.slot_digits.append(digits)
         self._scratch_op("record_scratch", "tok.rslot", record_slots)
+        if optional_slots:
+            self._scratch_op("optional_scratch", "tok.rslot", optional_slots, clear="tok.clear")
         stage_slots = []
         for byte in range(p.stage_bytes):
             regions = []
@@ -210,7 +226,7 @@ class _Builder:
             stage_slots.append((byte, regions))
         self._scratch_op("staging_scratch", "tok.sslot", stage_slots)
 
-    def _scratch_op(self, name: str, slot_value: str, slots) -> None:
+    def _scratch_op(self, name: str, slot_value: str, slots, clear: str | None = None) -> None:
         heads, current, used = [], [], 0
         for slot, regions in slots:
             dims = sum(size for _, size, _ in regions)
@@ -222,8 +238,9 @@ class _Builder:
         if current:
             heads.append(current)
         outputs = [value for _, regions in slots for _, _, value in regions]
-        self.plan.add(Op(name, ScratchWork(slot_value, tuple(heads)),
-                         [slot_value, "tok.lo", "tok.hi", "tok.bos"], outputs, "scratch",
+        sources = list(dict.fromkeys(source for _, regions in slots for source, _, _ in regions))
+        self.plan.add(Op(name, ScratchWork(slot_value, tuple(heads), clear),
+                         [slot_value, *sources, clear or "tok.bos"], outputs, "scratch",
                          heads=len(heads)))
 
     # -- values of graph nodes ----------------------------------------------------------------
@@ -253,7 +270,7 @@ class _Builder:
         elif node.op == "next_lane":
             if region != "step":
                 raise HdlError("next_lane outside the step logic", node.loc)
-            result = ("v", "tok.lane")
+            result = ("v", "next.lane" if self.protocol.optional else "tok.lane")
         elif node.op in ("register", "read"):
             outputs = self.state_port(region, node)
             result = ("v", outputs[node.low // 4])
@@ -462,12 +479,77 @@ class _Builder:
         if not hasattr(self, "stop"):
             self.stop = ("c", 0)
 
+    def next_position(self) -> None:
+        """`next.pos`, the record position emitted next, and `next.lane`, the lane of its
+        field, where optional fields make them depend on the record: `tok.next` (the
+        position after the token's own) unless that is an optional field's first byte, then
+        the first position from there on whose field is present, read from the condition
+        fields' digits in the scratch (a condition names a field always present and emitted
+        earlier, so this record's value is there)."""
+        plan, p = self.plan, self.protocol
+        slots, lanes = p.tokens_per_record, field_lanes(self.graph)
+
+        def lane_at(position: int) -> int:
+            return lanes.get(p.record_slots[position][0], 0) \
+                if position < len(p.record_slots) else 0
+
+        position_arms, lane_arms, fixed = [], [], {}
+        for following in range(slots):
+            conditions = self._conditions_from(following)
+            if not conditions:
+                fixed.setdefault(lane_at(following), []).append(following)
+                continue
+            digits = [(name, d) for name in conditions
+                      for d in range(-(-p.field_by_name[name].width // 4))]
+            operands = tuple(("v", self.field_input_digit[key]) for key in digits)
+
+            def skip(*values, start=following, digits=digits):
+                held = {}
+                for (name, d), value in zip(digits, values):
+                    held[name] = held.get(name, 0) | value << (4 * d)
+                return p.next_position(start - 1, held) if start else 0
+            computed = [("pos", skip, position_arms, slots)]
+            if lanes:
+                computed.append(("lane", lambda *v, skip=skip: lane_at(skip(*v)), lane_arms,
+                                 max(lanes.values()) + 1))
+            for label, fn, arms, size in computed:
+                out = plan.value(f"next.{label}.from{following}", size)
+                plan.add(Op(out, Function(operands, fn), operand_values(operands), [out], "emit"))
+                arms.append(((following,), ("v", out)))
+        position = plan.value("next.pos", slots)
+        operands = [("v", "tok.next")] + [a for _, a in position_arms]
+        plan.add(Op(position, Choose(("v", "tok.next"), tuple(position_arms), ("v", "tok.next")),
+                    operand_values(operands), [position], "emit"))
+        if not lanes:
+            return
+        lane_arms += [(tuple(positions), ("c", lane)) for lane, positions in fixed.items()]
+        lane = plan.value("next.lane", max(lanes.values()) + 1)
+        operands = [("v", "tok.next")] + [a for _, a in lane_arms]
+        plan.add(Op(lane, Choose(("v", "tok.next"), tuple(lane_arms), ("c", 0)),
+                    operand_values(operands), [lane], "emit"))
+
+    def _conditions_from(self, position: int) -> list[str]:
+        """The condition fields that decide which position is emitted when `position` is
+        next in order: those of the optional fields from there to the next field that is
+        always present (none when `position` is not an optional field's first byte)."""
+        p, names = self.protocol, []
+        while 0 < position < len(p.record_slots):
+            name, byte = p.record_slots[position]
+            field = p.field_by_name[name]
+            if byte or field.when is None:
+                break
+            if field.when not in names:
+                names.append(field.when)
+            position += field.bytes
+        return names
+
     def emission(self) -> None:
         plan, p = self.plan, self.protocol
         slots = p.tokens_per_record
         kind = plan.value("next.kind", slots + 1)
         stop = self.stop
-        operands = [("v", "tok.next"), stop]
+        following = "next.pos" if p.optional else "tok.next"
+        operands = [("v", following), stop]
         plan.add(Op(kind, Function(tuple(operands),
                                    lambda n, s=0: slots if (n == 0 and s) else n),
                     operand_values(operands), [kind], "emit"))
@@ -478,8 +560,8 @@ class _Builder:
                 digits = self.fields.get(name, [])
                 digit = 2 * byte + half
                 arms.append(((slot,), digits[digit] if digit < len(digits) else ("c", 0)))
-            operands = [("v", "tok.next")] + [a for _, a in arms]
-            plan.add(Op(out, Choose(("v", "tok.next"), tuple(arms), ("c", 0)),
+            operands = [("v", following)] + [a for _, a in arms]
+            plan.add(Op(out, Choose(("v", following), tuple(arms), ("c", 0)),
                         operand_values(operands), [out], "emit"))
             plan.emission[label] = out
         plan.emission["kind"] = kind

@@ -114,7 +114,9 @@ def summarize(design: Design) -> str:
         lines += _wrapped(f"  {stage.name:<{stage_width}}  ", outputs)
 
     lines += ["", f"record ({len(design.record)} fields, {design.record_bits} bits)"]
-    lines += _wrapped("  ", [f"{f.name}:u{f.width}" for f in design.record])
+    lines += _wrapped("  ", [f"{f.name}:u{f.width}" + ("" if f.when is None else
+                                                         f" (when {f.condition_text()})")
+                             for f in design.record])
 
     reads = sum(1 for node in design.nodes if node.op == "read")
     lines += ["", f"netlist: {len(design.nodes)} nodes ({reads} memory reads), "

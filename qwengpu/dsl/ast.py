@@ -146,9 +146,13 @@ class Write:
 
 @dataclass(frozen=True)
 class EmitField:
+    """`emit name = value when condition`: `condition` names a field emitted earlier (the
+    field is present only when it holds: docs/hdl.md, "Optional fields")."""
     name: str
     value: Expr                  # `emit x` is short for `emit x = x`
     loc: Location
+    when: str | None = None
+    when_loc: Location | None = None
 
 
 @dataclass(frozen=True)

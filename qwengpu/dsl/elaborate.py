@@ -53,6 +53,13 @@ class Elaborator(ExpressionElaborator):
     def run(self) -> Design:
         for item in self.spec.items:
             getattr(self, "_decl_" + type(item).__name__.lower())(item)
+        record = self.design.record
+        for end, which in ((0, "first"), (-1, "last")):
+            if record and record[end].when is not None:
+                raise HdlError(f"record field {record[end].name} is optional, but the {which} "
+                               "field of a record must always be present (the first starts a "
+                               "record, the last closes it and commits its writes)",
+                               record[end].loc)
         if self.overrides:
             unknown = ", ".join(sorted(self.overrides))
             known = ", ".join(self.design.params) or "none"
@@ -287,13 +294,39 @@ class Elaborator(ExpressionElaborator):
                 named = [(f"{field.name}{i}", v) for i, v in enumerate(value.items)]
             else:
                 named = [(field.name, value)]
-            for name, signal in named:
+            conditions = self._emit_conditions(field, len(named))
+            for (name, signal), (when, bit) in zip(named, conditions):
                 if name in self.record_locs:
                     raise HdlError(f"record field {name} is already emitted "
                                    f"(at {self.record_locs[name]})", field.loc)
                 self.record_locs[name] = field.loc
                 self.design.record.append(RecordField(name, signal.node, signal.width,
-                                                      field.loc))
+                                                      field.loc, when, bit))
+
+    def _emit_conditions(self, field: ast.EmitField, elements: int
+                         ) -> list[tuple[str | None, int | None]]:
+        """(condition field, bit) per element of an emitted field: `when F` names a field
+        emitted before, itself always present; an array of n elements with an n-bit F takes
+        bit i for element i, anything else is present when F != 0."""
+        if field.when is None:
+            return [(None, None)] * elements
+        known = {f.name: f for f in self.design.record}
+        condition = known.get(field.when)
+        if condition is None:
+            later = " (a field cannot depend on itself or on a later one)" \
+                if field.when in [field.name] + [f"{field.name}{i}" for i in range(elements)] \
+                else ""
+            raise HdlError(f"record field {field.name} is present `when {field.when}`, but "
+                           f"{field.when} is not a record field emitted before it{later}; "
+                           "the model decides what comes next from the fields it has written",
+                           field.when_loc)
+        if condition.when is not None:
+            raise HdlError(f"record field {field.name} is present `when {field.when}`, but "
+                           f"{field.when} is itself optional (when {condition.when}); a "
+                           "condition must be a field every record holds", field.when_loc)
+        if elements > 1 and condition.width == elements:
+            return [(field.when, i) for i in range(elements)]
+        return [(field.when, 0 if condition.width == 1 else None)] * elements
 
     def _stmt_stop(self, s: ast.Stop) -> None:
         if self.mode != "stage":

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 from qwengpu.dsl import semantics
 from qwengpu.dsl.netlist import Design, Node
-from qwengpu.errors import CapacityError, Location
+from qwengpu.errors import CapacityError, HdlError, Location
 
 # Inlining stops at this nesting depth (CPython's parser limits nested parentheses).
 MAX_INLINE_DEPTH = 40
@@ -151,8 +151,16 @@ class _StepCompiler:
             self.lines.append("        return None")
         self._emit_nodes(live, done)
         # Every value the record and the writes need is computed before any state changes.
-        fields = ", ".join(f"{f.name!r}: {self._settled(f.node, f'field_{number}')}"
-                           for number, f in enumerate(design.record))
+        settled = {f.name: self._settled(f.node, f"field_{number}")
+                   for number, f in enumerate(design.record)}
+        fields = ", ".join(f"{name!r}: {text}" for name, text in settled.items())
+        for number, f in enumerate(design.record):
+            # an absent optional field reads 0 in the trace: its value must be 0 then
+            if f.when is not None and settled[f.name] != "0":
+                when = settled[f.when]
+                present = f"{when} >> {f.when_bit} & 1" if f.when_bit is not None else when
+                self.lines.append(f"    if not ({present}) and {settled[f.name]}:")
+                self.lines.append(f"        absent_but_nonzero({number}, {settled[f.name]})")
         self._emit_writes()
         self.lines.append(f"    return {{{fields}}}")
         return "\n".join(self.lines) + "\n"
@@ -213,7 +221,14 @@ def step_source(design: Design) -> str:
 
 def compile_step(design: Design):
     """The compiled step function: `step(memories, registers) -> record | None`."""
-    namespace: dict = {}
+    def absent_but_nonzero(number: int, value: int):
+        field = design.record[number]
+        raise HdlError(f"record field {field.name} is absent (its condition, "
+                       f"{field.condition_text()}, does not hold) but is {value}: an absent field "
+                       "reads 0 in the trace, so the spec must make it 0 then (e.g. "
+                       f"`{field.when} ? value : 0`)", field.loc)
+
+    namespace: dict = {"absent_but_nonzero": absent_but_nonzero}
     source = step_source(design)
     try:
         code = compile(source, f"<step of {design.file}>", "exec")

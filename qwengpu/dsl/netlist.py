@@ -92,10 +92,37 @@ class StateWrite:
 
 @dataclass(frozen=True)
 class RecordField:
+    """A field of the record.  An optional field (`emit f = v when c`) is present only when
+    field `when` (emitted earlier, itself always present) holds: bit `when_bit` of it, or
+    any bit when `when_bit` is None; an absent field reads 0 (docs/hdl.md, "Optional
+    fields")."""
     name: str
     node: int
     width: int
     loc: Location | None = None
+    when: str | None = None
+    when_bit: int | None = None
+
+    def present(self, values: dict[str, int]) -> bool:
+        return field_present(self.when, self.when_bit, values)
+
+    def condition_text(self) -> str:
+        return condition_text(self.when, self.when_bit)
+
+
+def field_present(when: str | None, bit: int | None, values: dict[str, int]) -> bool:
+    """Whether a field present `when` (bit `bit` of field `when`, or any bit of it when
+    `bit` is None; always when `when` is None) is in a record whose fields hold `values`."""
+    if when is None:
+        return True
+    return bool(values[when] >> bit & 1) if bit is not None else values[when] != 0
+
+
+def condition_text(when: str | None, bit: int | None) -> str:
+    """A field's presence condition in words."""
+    if when is None:
+        return "always"
+    return f"bit {bit} of {when}" if bit is not None else f"{when} != 0"
 
 
 @dataclass(frozen=True)
@@ -188,8 +215,9 @@ def format_design(design: Design, with_locations: bool = True) -> str:
         where = f"  @{write.loc}" if with_locations and write.loc else ""
         lines.append(f"write {write.state}{index} <= %{write.data} when %{write.enable}{where}")
     for record_field in design.record:
+        when = "" if record_field.when is None else f" when {record_field.condition_text()}"
         lines.append(f"emit {record_field.name} = %{record_field.node}"
-                     f" : {_type_name(record_field.width)}")
+                     f" : {_type_name(record_field.width)}{when}")
     if design.stop is not None:
         lines.append(f"stop when %{design.stop}")
     return "\n".join(lines) + "\n"

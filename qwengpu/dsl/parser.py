@@ -228,9 +228,14 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def emit_field(self, meta, children):
-        name = children[0]
-        value = children[1] if len(children) > 1 else ast.Name(str(name), self._token_loc(name))
-        return ast.EmitField(str(name), value, self._loc(meta))
+        name, rest = children[0], list(children[1:])
+        when = rest.pop() if rest and isinstance(rest[-1], Token) else None
+        value = rest[0] if rest else ast.Name(str(name), self._token_loc(name))
+        return ast.EmitField(str(name), value, self._loc(meta), when and str(when),
+                             when and self._token_loc(when))
+
+    def emit_when(self, children):
+        return children[0]
 
     @v_args(meta=True)
     def stop_stmt(self, meta, children):

@@ -142,7 +142,7 @@ class LockstepChecker:
                                        launch.memory, launch.params, launch.grid, launch.block)
         self.record_index = 0
         self.ended = False
-        self._slot = 0
+        self._at = 0
         self._record: dict[str, int] | None = None
         self._expected: list[int] = []
         self._differing: tuple[str, int, int] | None = None   # field, first byte, value so far
@@ -155,26 +155,26 @@ class LockstepChecker:
         if self._differing is not None:
             self._continue_difference(token_id)
             return
-        if self._slot == 0:
+        if self._at == 0:
             self._record = self.simulator.step()
             self._expected = protocol.encode_record(self._record) if self._record else \
                 [protocol.eos_id]
-        if token_id == self._expected[self._slot]:
+        if token_id == self._expected[self._at]:
             if self._record is None:
                 self.ended = True
                 return
-            self._slot = (self._slot + 1) % protocol.tokens_per_record
-            self.record_index += self._slot == 0
+            self._at = (self._at + 1) % len(self._expected)   # the record's next id
+            self.record_index += self._at == 0
             return
         got = protocol.describe(token_id) if 0 <= token_id < protocol.vocab_size else None
         if self._record is None:
             self._fail(None, "<eos> (the interpreter stops here)", got.text if got else token_id)
-        if self._slot >= len(protocol.record_slots):
-            port = protocol.describe(self._expected[self._slot])
-            self._fail(None, port.text, got.text if got else f"token id {token_id}",
-                       f"its commit of write port {port.port}")
-        name, byte = protocol.record_slots[self._slot]
-        if got is None or got.kind != "field" or got.slot != self._slot:
+        expected = protocol.describe(self._expected[self._at])
+        if expected.kind == "port":
+            self._fail(None, expected.text, got.text if got else f"token id {token_id}",
+                       f"its commit of write port {expected.port}")
+        name, byte = expected.name, expected.byte
+        if got is None or got.kind != "field" or got.slot != expected.slot:
             self._fail(name, self._record[name], got.text if got else f"token id {token_id}")
         value = (self._record[name] & ((1 << 8 * byte) - 1)) | got.value << (8 * byte)
         self._differing = (name, byte, value)

@@ -2,7 +2,8 @@
 
 Each record is its fields' byte tokens in emit order, then its port tokens (`commit:port1`
 ..., only for a machine with several writes to one store per step;
-qwengpu/trace/protocol.py), which must be there in order and say nothing more.
+qwengpu/trace/protocol.py), which must be there in order and say nothing more.  An optional
+field is there exactly when its condition (a field before it) holds, and reads 0 when not.
 
     records = decode_trace(ids, protocol)          # the ids after <trace>, ending with eos
     decoder = TraceDecoder(protocol, offset=len(prompt));  decoder.feed(id) ...
@@ -46,11 +47,12 @@ class TraceDecoder:
         self.ended = False
         self._slot = 0
         self._partial: dict[str, int] = {}
+        self._tokens = 0
 
     @property
     def tokens(self) -> int:
         """Trace tokens fed so far (eos included)."""
-        return len(self.records) * self.protocol.tokens_per_record + self._slot + self.ended
+        return self._tokens
 
     def expected(self) -> str:
         """What the next token must be, in words."""
@@ -65,7 +67,20 @@ class TraceDecoder:
             port = self._slot - fields + 1
             return f"commit:port{port} (write port {port} of record {record})"
         name, byte = self.protocol.record_slots[self._slot]
-        return f"{name}.b{byte}=.. (byte {byte} of field {name} of record {record})"
+        field = self.protocol.field_by_name[name]
+        why = "" if field.when is None or byte else \
+            f"; {name} is present: {field.condition_text()} holds"
+        return f"{name}.b{byte}=.. (byte {byte} of field {name} of record {record}{why})"
+
+    def _absent(self, token) -> str:
+        """Why a field token is out of place, when its field is absent from this record."""
+        if token.kind != "field" or not self._partial:
+            return ""
+        field = self.protocol.field_by_name[token.name]
+        if field.when is None or field.when not in self._partial or \
+                field.present(self._partial):
+            return ""
+        return f" ({token.name} is absent from this record: {field.condition_text()} does not hold)"
 
     def feed(self, token_id: int) -> dict[str, int] | None:
         """Take one id; returns the record it completes, if any."""
@@ -81,19 +96,22 @@ class TraceDecoder:
         if token_id == protocol.eos_id and self._slot == 0:
             self.ended = True
             self.position += 1
+            self._tokens += 1
             return None
         if token.kind not in ("field", "port") or token.slot != self._slot:
             what = "<eos> in the middle of a record" if token_id == protocol.eos_id else \
                 f"{token.text} ({_kind_text(token)})"
-            raise DecodeError(f"position {position}: expected {self.expected()}, got {what}")
+            raise DecodeError(f"position {position}: expected {self.expected()}, got "
+                              f"{what}{self._absent(token)}")
         if token.kind == "field":
             self._partial[token.name] = self._partial.get(token.name, 0) | \
                 token.value << (8 * token.byte)
-        self._slot += 1
+        self._slot = protocol.next_position(self._slot, self._partial)
         self.position += 1
-        if self._slot < protocol.tokens_per_record:
+        self._tokens += 1
+        if self._slot:
             return None
-        record = {field.name: self._partial[field.name] for field in protocol.fields}
+        record = {field.name: self._partial.get(field.name, 0) for field in protocol.fields}
         self.records.append(record)
         self._slot, self._partial = 0, {}
         return record

@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from qwengpu.trace.write_ports import write_ports
-from qwengpu.dsl.netlist import Design
+from qwengpu.dsl.netlist import Design, condition_text, field_present
 from qwengpu.errors import UserError
 
 FORMAT = "qwengpu-trace-protocol"
@@ -81,10 +81,21 @@ class ProtocolError(UserError):
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """A record field: `name`, `width` bits, stored as `bytes` little-endian tokens."""
+    """A record field: `name`, `width` bits, stored as `bytes` little-endian tokens; an
+    optional field is present only when field `when` (always present, earlier) holds: bit
+    `when_bit` of it, or any bit when `when_bit` is None."""
 
     name: str
     width: int
+    when: str | None = None
+    when_bit: int | None = None
+
+    def present(self, values: dict[str, int]) -> bool:
+        """Whether the field is in a record whose earlier fields hold `values`."""
+        return field_present(self.when, self.when_bit, values)
+
+    def condition_text(self) -> str:
+        return condition_text(self.when, self.when_bit)
 
     @property
     def bytes(self) -> int:
@@ -140,6 +151,15 @@ class Token:
     port: int | None = None          # port: the write port its pass commits
 
 
+def _field_from_json(entry: list) -> FieldSpec:
+    """`[name, width]`, or `[name, width, when, bit]` for an optional field (bit null: any)."""
+    name, width, *condition = entry
+    if condition:
+        when, bit = condition
+        return FieldSpec(str(name), int(width), str(when), None if bit is None else int(bit))
+    return FieldSpec(str(name), int(width))
+
+
 def _hex(value: int) -> str:
     return f"{value:02x}"
 
@@ -162,6 +182,7 @@ class TraceProtocol:
         self.state = tuple(state)
         self.write_ports = write_ports
         self.field_by_name = {f.name: f for f in self.fields}
+        self._check_conditions()
         self.state_by_name = {s.name: s for s in self.state}
         self.record_slots = tuple((f.name, b) for f in self.fields for b in range(f.bytes))
         self._slot_index = {slot: position for position, slot in enumerate(self.record_slots)}
@@ -173,9 +194,27 @@ class TraceProtocol:
         self.pad_id, self.unk_id, self.bos_id, self.trace_id, self.eos_id = (
             self._ids[text] for text in CONTROL_TOKENS)
 
+    def _check_conditions(self) -> None:
+        seen: dict[str, FieldSpec] = {}
+        for number, field in enumerate(self.fields):
+            if field.when is not None:
+                condition = seen.get(field.when)
+                if condition is None or condition.when is not None or number in \
+                        (0, len(self.fields) - 1):
+                    raise ProtocolError(f"{self.design_name}: field {field.name} is present "
+                                        f"when {field.condition_text()}, which is not an "
+                                        "always-present field before it, or it is the "
+                                        "first or last field")
+            seen[field.name] = field
+
+    @property
+    def optional(self) -> bool:
+        """Whether some record field is optional (records differ in length)."""
+        return any(f.when is not None for f in self.fields)
+
     @classmethod
     def from_design(cls, design: Design) -> "TraceProtocol":
-        fields = [FieldSpec(f.name, f.width) for f in design.record]
+        fields = [FieldSpec(f.name, f.width, f.when, f.when_bit) for f in design.record]
         state = [StateSpec(m.name, "memory", tuple(m.shape), m.width)
                  for m in design.memories.values()]
         state += [StateSpec(r.name, "register", (), r.width) for r in design.registers.values()]
@@ -258,14 +297,20 @@ class TraceProtocol:
     # ---- records as tokens -------------------------------------------------------------------
 
     def encode_record(self, record: dict[str, int]) -> list[int]:
-        """The `tokens_per_record` ids of one record (every field of the design, by name),
-        its port tokens included."""
+        """The ids of one record (every field of the design, by name): the bytes of its
+        present fields, then its port tokens (`tokens_per_record` ids when every field is
+        present).  An absent field must hold 0 (it reads 0)."""
         ids = []
         for field in self.fields:
             value = record[field.name]
             if not 0 <= value < (1 << field.width):
                 raise ProtocolError(f"record field {field.name} = {value} does not fit "
                                     f"{field.width} bits")
+            if not field.present(record):
+                if value:
+                    raise ProtocolError(f"record field {field.name} is absent ("
+                                        f"{field.condition_text()} does not hold) but is {value}")
+                continue
             for byte in range(field.bytes):
                 ids.append(self.field_token(field.name, byte, value >> (8 * byte) & 0xFF))
         return ids + [self.port_token(port) for port in range(1, self.write_ports)]
@@ -287,6 +332,18 @@ class TraceProtocol:
             return (token.slot + 1) % self.tokens_per_record
         return None
 
+    def next_position(self, position: int, values: dict[str, int]) -> int:
+        """The record position that follows `position` in a record whose fields so far hold
+        `values`: the next one, skipping the bytes of absent fields (0 after the last)."""
+        following = (position + 1) % self.tokens_per_record
+        while following and following < len(self.record_slots):
+            name, byte = self.record_slots[following]
+            field = self.field_by_name[name]
+            if byte or field.present(values):
+                break
+            following += field.bytes
+        return following % self.tokens_per_record
+
     def slot_of(self, token_id: int) -> int | None:
         """The record slot a field token fills, or None for any other token."""
         token = self.describe(token_id)
@@ -299,7 +356,8 @@ class TraceProtocol:
                 "vocab_size": self.vocab_size, "tokens_per_record": self.tokens_per_record,
                 "stage_bytes": self.stage_bytes, "write_ports": self.write_ports,
                 "control": {text: self._ids[text] for text in CONTROL_TOKENS},
-                "fields": [[f.name, f.width] for f in self.fields],
+                "fields": [[f.name, f.width] + ([] if f.when is None else [f.when, f.when_bit])
+                           for f in self.fields],
                 "state": [{"name": s.name, "kind": s.kind, "shape": list(s.shape),
                            "width": s.width} for s in self.state]}
 
@@ -309,7 +367,7 @@ class TraceProtocol:
             if data.get("format") != FORMAT or data.get("version") != VERSION:
                 raise ProtocolError(f"{where}: not a {FORMAT} version {VERSION} file")
             protocol = cls(data["design"],
-                           [FieldSpec(str(name), int(width)) for name, width in data["fields"]],
+                           [_field_from_json(entry) for entry in data["fields"]],
                            [StateSpec(s["name"], s["kind"], tuple(s["shape"]), s["width"])
                             for s in data["state"]], int(data.get("write_ports", 1)))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
