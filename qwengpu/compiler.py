@@ -49,6 +49,7 @@ from qwengpu.ir import build_graph, format_graph, verify
 from qwengpu.passes import DEFAULT_PIPELINE, run_passes
 from qwengpu.passes import format_stats as format_pass_stats
 from qwengpu.runtime.machine_file import write_machine_file
+from qwengpu.trace.optional import check_optional_reads
 from qwengpu.trace.protocol import TraceProtocol
 
 STEPS = ("load", "graph", "passes", "plan", "encodings", "schedule", "allocate", "emit",
@@ -162,6 +163,7 @@ def _passes(c: Compilation, say, check: bool) -> None:
 
 
 def _plan(c: Compilation, say, check: bool) -> None:
+    check_optional_reads(c.design)
     c.protocol = TraceProtocol.from_design(c.design)
     c.plan = build_plan(c.graph, c.protocol, c.estimate)
     if check:

@@ -130,10 +130,8 @@ def count_units(op: Op, plan: Plan) -> int:
 def emit_scratch(model, layer: int, heads: Sequence[int], rms: float, op: Op,
                  groups: dict[str, Group]) -> None:
     """Install a scratch op (`gadgets/scratch.py`) into value heads `heads` of `layer`."""
-    clear = op.work.clear
     scratch(model.model.layers[layer].linear_attn, heads, rms, op.name,
-            groups[op.work.slot_value], groups[clear or CONSTANT_GROUP], op.work.heads, groups,
-            clears=clear is not None)
+            groups[op.work.slot_value], groups[CONSTANT_GROUP], op.work.heads, groups)
 
 
 def emit_memory(model, layer: int, heads: Sequence[int], rms: float, op: Op,

@@ -120,11 +120,9 @@ class Choose:
 @dataclass(frozen=True)
 class ScratchWork:
     """The record and staging scratch: DeltaNet heads keyed by `slot_value`; per head, its
-    slots and the (source, size, value) regions each holds; `clear`: the flag value on whose
-    tokens the heads start clean (the optional fields' scratch), else `<bos>` alone."""
+    slots and the (source, size, value) regions each holds."""
     slot_value: str
     heads: tuple
-    clear: str | None = None
     label = "scratch"
 
 

@@ -116,12 +116,7 @@ def _embedding(plan: Plan) -> None:
              "tok.cidx": max([s.size for s in plan.stores] + [1]),
              "tok.next": p.tokens_per_record}
     lanes = field_lanes(plan.graph)
-    if p.optional:
-        # the optional fields' scratch reads its bytes from these, and starts clean on
-        # `tok.clear` (see `_Builder.scratch`); the next position and its lane are computed
-        # (`_Builder.next_position`), not held by the token
-        sizes.update({"tok.olo": 16, "tok.ohi": 16, "tok.clear": 2})
-    elif lanes:
+    if lanes and not p.optional:       # else computed: `_Builder.next_position`
         sizes["tok.lane"] = max(lanes.values()) + 1
     for name, size in sizes.items():
         plan.embedding.append(plan.value(name, size))
@@ -157,12 +152,6 @@ def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
         store, flat = commit_target(plan.stores, protocol.state_by_name[token.name],
                                     token.index)
         held["tok.mode"], held["tok.cidx"] = store.mode, flat
-    if protocol.optional:
-        optional = token.kind == "field" and protocol.field_by_name[token.name].when is not None
-        held["tok.olo"], held["tok.ohi"] = (held["tok.lo"], held["tok.hi"]) if optional \
-            else (0, 0)
-        held["tok.clear"] = int(token.id == protocol.bos_id or
-                                (token.kind == "field" and token.slot == 0))
     if NORM_ANCHOR in plan.values:
         held[NORM_ANCHOR] = 1
     if "tok.lane" in plan.values:
@@ -191,12 +180,11 @@ class _Builder:
     def scratch(self) -> None:
         plan, p = self.plan, self.protocol
         fields = {n.state: n for _, n in self.graph.items() if n.op == "field"}
-        record_slots, optional_slots = [], []
+        record_slots = []
         for slot, (name, byte) in enumerate(p.record_slots):
             spec = p.field_by_name[name]
             regions, digits = [], []
-            sources = ("tok.lo", "tok.hi") if spec.when is None else ("tok.olo", "tok.ohi")
-            for half, source in enumerate(sources):
+            for half, source in ((0, "tok.lo"), (1, "tok.hi")):
                 bits = _digit_bits(spec.width, 2 * byte + half)
                 if not bits:
                     continue
@@ -211,11 +199,9 @@ class _Builder:
                 for value, digit in digits:
                     if digit < len(node.args):
                         self.field_digit.setdefault(node.args[digit], value)
-            (record_slots if spec.when is None else optional_slots).append((slot, regions))
+            record_slots.append((slot, regions))
             plan.slot_digits.append(digits)
         self._scratch_op("record_scratch", "tok.rslot", record_slots)
-        if optional_slots:
-            self._scratch_op("optional_scratch", "tok.rslot", optional_slots, clear="tok.clear")
         stage_slots = []
         for byte in range(p.stage_bytes):
             regions = []
@@ -226,7 +212,7 @@ class _Builder:
             stage_slots.append((byte, regions))
         self._scratch_op("staging_scratch", "tok.sslot", stage_slots)
 
-    def _scratch_op(self, name: str, slot_value: str, slots, clear: str | None = None) -> None:
+    def _scratch_op(self, name: str, slot_value: str, slots) -> None:
         heads, current, used = [], [], 0
         for slot, regions in slots:
             dims = sum(size for _, size, _ in regions)
@@ -238,9 +224,8 @@ class _Builder:
         if current:
             heads.append(current)
         outputs = [value for _, regions in slots for _, _, value in regions]
-        sources = list(dict.fromkeys(source for _, regions in slots for source, _, _ in regions))
-        self.plan.add(Op(name, ScratchWork(slot_value, tuple(heads), clear),
-                         [slot_value, *sources, clear or "tok.bos"], outputs, "scratch",
+        self.plan.add(Op(name, ScratchWork(slot_value, tuple(heads)),
+                         [slot_value, "tok.lo", "tok.hi", "tok.bos"], outputs, "scratch",
                          heads=len(heads)))
 
     # -- values of graph nodes ----------------------------------------------------------------
@@ -481,9 +466,9 @@ class _Builder:
 
     def next_position(self) -> None:
         """`next.pos`, the record position emitted next, and `next.lane`, the lane of its
-        field, where optional fields make them depend on the record: `tok.next` (the
-        position after the token's own) unless that is an optional field's first byte, then
-        the first position from there on whose field is present, read from the condition
+        field, where optional fields and port tokens make them depend on the record:
+        `tok.next` (the position after the token's own) unless that one is optional, then
+        the first position from there on that the record has, read from the condition
         fields' digits in the scratch (a condition names a field always present and emitted
         earlier, so this record's value is there)."""
         plan, p = self.plan, self.protocol
@@ -530,17 +515,16 @@ class _Builder:
 
     def _conditions_from(self, position: int) -> list[str]:
         """The condition fields that decide which position is emitted when `position` is
-        next in order: those of the optional fields from there to the next field that is
-        always present (none when `position` is not an optional field's first byte)."""
+        next in order: those of the optional fields and port tokens from there to the next
+        position every record has (none when `position` is one)."""
         p, names = self.protocol, []
-        while 0 < position < len(p.record_slots):
-            name, byte = p.record_slots[position]
-            field = p.field_by_name[name]
-            if byte or field.when is None:
+        while 0 < position < p.tokens_per_record:
+            conditions = p.conditions_at(position)
+            if not conditions:
                 break
-            if field.when not in names:
-                names.append(field.when)
-            position += field.bytes
+            names += [name for name in conditions if name not in names]
+            position += p.field_by_name[p.record_slots[position][0]].bytes \
+                if position < len(p.record_slots) else 1
         return names
 
     def emission(self) -> None:

@@ -65,7 +65,7 @@ from math import prod
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from qwengpu.trace.write_ports import write_ports
+from qwengpu.trace.write_ports import port_conditions, write_ports
 from qwengpu.dsl.netlist import Design, condition_text, field_present
 from qwengpu.errors import UserError
 
@@ -160,6 +160,14 @@ def _field_from_json(entry: list) -> FieldSpec:
     return FieldSpec(str(name), int(width))
 
 
+def _port_when_from_json(entries: list | None) -> list | None:
+    """`port_when`: per port token, null (always) or a list of [field, bit]."""
+    if entries is None:
+        return None
+    return [None if bits is None else tuple((str(name), int(bit)) for name, bit in bits)
+            for bits in entries]
+
+
 def _hex(value: int) -> str:
     return f"{value:02x}"
 
@@ -172,7 +180,8 @@ class TraceProtocol:
     """The vocabulary of one design (see the module docstring)."""
 
     def __init__(self, design_name: str, fields: Sequence[FieldSpec],
-                 state: Sequence[StateSpec], write_ports: int = 1):
+                 state: Sequence[StateSpec], write_ports: int = 1,
+                 port_when: Sequence[tuple[tuple[str, int], ...] | None] | None = None):
         if not fields:
             raise ProtocolError(f"{design_name} emits no record fields: there is no trace")
         if write_ports < 1:
@@ -181,6 +190,12 @@ class TraceProtocol:
         self.fields = tuple(fields)
         self.state = tuple(state)
         self.write_ports = write_ports
+        # per port token k = 1 ..: the (field, bit) pairs one of which it needs, None: always
+        self.port_when = tuple(port_when) if port_when is not None else \
+            (None,) * (write_ports - 1)
+        if len(self.port_when) != write_ports - 1:
+            raise ProtocolError(f"{design_name}: {len(self.port_when)} port conditions for "
+                                f"{write_ports - 1} port tokens")
         self.field_by_name = {f.name: f for f in self.fields}
         self._check_conditions()
         self.state_by_name = {s.name: s for s in self.state}
@@ -206,11 +221,40 @@ class TraceProtocol:
                                         "always-present field before it, or it is the "
                                         "first or last field")
             seen[field.name] = field
+        for port, bits in enumerate(self.port_when, 1):
+            for name, bit in bits or ():
+                if name not in seen or seen[name].when is not None or \
+                        not 0 <= bit < seen[name].width:
+                    raise ProtocolError(f"{self.design_name}: port token {port} depends on bit "
+                                        f"{bit} of {name}, not a bit of an always-present field")
 
     @property
     def optional(self) -> bool:
-        """Whether some record field is optional (records differ in length)."""
-        return any(f.when is not None for f in self.fields)
+        """Whether some record field or port token is optional (records differ in length)."""
+        return any(f.when is not None for f in self.fields) or \
+            any(bits is not None for bits in self.port_when)
+
+    def port_present(self, port: int, values: dict[str, int]) -> bool:
+        """Whether port token `port` is in a record whose fields hold `values`."""
+        bits = self.port_when[port - 1]
+        return bits is None or any(values[name] >> bit & 1 for name, bit in bits)
+
+    def conditions_at(self, position: int) -> list[str]:
+        """The fields that decide whether record position `position` is in a record (none:
+        it always is, or it is not the first token of its field)."""
+        if position < len(self.record_slots):
+            name, byte = self.record_slots[position]
+            when = self.field_by_name[name].when
+            return [when] if when is not None and byte == 0 else []
+        bits = self.port_when[position - len(self.record_slots)]
+        return list(dict.fromkeys(name for name, _ in bits or ()))
+
+    def present_at(self, position: int, values: dict[str, int]) -> bool:
+        """Whether record position `position` is in a record whose fields hold `values`."""
+        if position < len(self.record_slots):
+            name, byte = self.record_slots[position]
+            return byte > 0 or self.field_by_name[name].present(values)
+        return self.port_present(position - len(self.record_slots) + 1, values)
 
     @classmethod
     def from_design(cls, design: Design) -> "TraceProtocol":
@@ -218,7 +262,7 @@ class TraceProtocol:
         state = [StateSpec(m.name, "memory", tuple(m.shape), m.width)
                  for m in design.memories.values()]
         state += [StateSpec(r.name, "register", (), r.width) for r in design.registers.values()]
-        return cls(design.name, fields, state, write_ports(design))
+        return cls(design.name, fields, state, write_ports(design), port_conditions(design))
 
     # ---- the vocabulary ---------------------------------------------------------------------
 
@@ -313,7 +357,8 @@ class TraceProtocol:
                 continue
             for byte in range(field.bytes):
                 ids.append(self.field_token(field.name, byte, value >> (8 * byte) & 0xFF))
-        return ids + [self.port_token(port) for port in range(1, self.write_ports)]
+        return ids + [self.port_token(port) for port in range(1, self.write_ports)
+                      if self.port_present(port, record)]
 
     def encode_records(self, records: Iterable[dict[str, int]], eos: bool = True) -> list[int]:
         """A whole trace (what the model generates after `<trace>`), eos-terminated."""
@@ -334,15 +379,13 @@ class TraceProtocol:
 
     def next_position(self, position: int, values: dict[str, int]) -> int:
         """The record position that follows `position` in a record whose fields so far hold
-        `values`: the next one, skipping the bytes of absent fields (0 after the last)."""
+        `values`: the next one, skipping absent fields and port tokens (0 after the last)."""
         following = (position + 1) % self.tokens_per_record
-        while following and following < len(self.record_slots):
-            name, byte = self.record_slots[following]
-            field = self.field_by_name[name]
-            if byte or field.present(values):
-                break
-            following += field.bytes
-        return following % self.tokens_per_record
+        while following and not self.present_at(following, values):
+            following += self.field_by_name[self.record_slots[following][0]].bytes \
+                if following < len(self.record_slots) else 1
+            following %= self.tokens_per_record
+        return following
 
     def slot_of(self, token_id: int) -> int | None:
         """The record slot a field token fills, or None for any other token."""
@@ -355,6 +398,9 @@ class TraceProtocol:
         return {"format": FORMAT, "version": VERSION, "design": self.design_name,
                 "vocab_size": self.vocab_size, "tokens_per_record": self.tokens_per_record,
                 "stage_bytes": self.stage_bytes, "write_ports": self.write_ports,
+                **({"port_when": [None if bits is None else [list(b) for b in bits]
+                                  for bits in self.port_when]}
+                   if any(bits is not None for bits in self.port_when) else {}),
                 "control": {text: self._ids[text] for text in CONTROL_TOKENS},
                 "fields": [[f.name, f.width] + ([] if f.when is None else [f.when, f.when_bit])
                            for f in self.fields],
@@ -369,7 +415,8 @@ class TraceProtocol:
             protocol = cls(data["design"],
                            [_field_from_json(entry) for entry in data["fields"]],
                            [StateSpec(s["name"], s["kind"], tuple(s["shape"]), s["width"])
-                            for s in data["state"]], int(data.get("write_ports", 1)))
+                            for s in data["state"]], int(data.get("write_ports", 1)),
+                           _port_when_from_json(data.get("port_when")))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ProtocolError(f"{where}: malformed protocol ({error!r})") from None
         if protocol.vocab_size != data.get("vocab_size"):

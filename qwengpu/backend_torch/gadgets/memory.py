@@ -357,6 +357,8 @@ class HeadWriter:
         self.ratio = attn.num_v_heads // attn.num_k_heads
         if not torch.all(attn.norm.weight == 1):
             raise ValueError("the gated norm weight must be 1 (shared by every head)")
+        if attn.A_log.float().exp().max() != 0:
+            raise ValueError("memories need a decay of exactly 1 (A_log = -1e4)")
 
     def rounded(self, number: float) -> float:
         """`number` as the layer's dtype holds it."""
@@ -381,21 +383,6 @@ class HeadWriter:
                 or attn.in_proj_b.weight[value_head].any() or attn.out_proj.weight[:, rows].any())
         if used:
             raise ValueError(f"{name}: value head {value_head} is already in use")
-        if attn.A_log[value_head].float().exp() != 0:
-            raise ValueError(f"{name}: value head {value_head} does not keep its state (a "
-                             "memory needs a decay of exactly 1: A_log = -1e4)")
-
-    def clear_on(self, value_head: int, flag: Form) -> None:
-        """Make the head forget its whole state on the tokens where `flag` (a form that is 1
-        there and 0 elsewhere) holds, and keep it exactly elsewhere: decay exp(-softplus(a))
-        with a = -60 (1.0 in float32 and float64) or 800 (0.0, even in float64)."""
-        attn = self.attn
-        form = const(-60.0) + flag * 860.0
-        with torch.no_grad():
-            attn.A_log[value_head] = 0.0
-            attn.dt_bias[value_head] = 0.0
-            for dim, coef in form.items():
-                attn.in_proj_a.weight[value_head, dim] = coef * self.rms
 
     def channel(self, kind: str, head: int, index: int, parts: list[tuple[int, Form]],
                 extra: Form | None = None) -> None:

@@ -7,10 +7,7 @@ digits copied into the value the slot stands for — side by side in the head's 
 dims.  A token that names a slot (a field or init token, a stage token) writes its regions
 (beta 1 on that slot's key), `<bos>` writes every slot (the scratch starts clean), any other
 token writes nothing; one query over all keys reads every slot at once, scaled back by the
-head's regions (`normalised`).  The scratch of a record's optional fields is *cleared* where
-its `bos` flag says so (the record's first token as well as `<bos>`): its heads forget their
-state there (decay 0, 1 elsewhere) and take `<bos>`'s write, so a field the record leaves
-out reads 0, as the trace defines it.  docs/compiler.md, "Execution model", says why the record
+head's regions (`normalised`).  docs/compiler.md, "Execution model", says why the record
 goes through the scratch.
 """
 
@@ -27,19 +24,15 @@ HEAD_DIM = 128
 
 
 def scratch(attn, heads: Sequence[int], rms: float, name: str, slot_group: Group,
-            bos: Group, slots_per_head: Sequence, groups: dict[str, Group],
-            clears: bool = False) -> None:
+            bos: Group, slots_per_head: Sequence, groups: dict[str, Group]) -> None:
     """Install a scratch into value heads `heads` of one Gated DeltaNet (`attn`): per head,
     its slots and their (source, size, value) regions (`slots_per_head`); `slot_group`
-    names the slot a token writes, `bos` is `<bos>`'s flag group (with `clears`, the flag
-    of the tokens where the heads start clean)."""
+    names the slot a token writes, `bos` is `<bos>`'s flag group."""
     drive = drive_for(attn.in_proj_qkv.weight.dtype)
     writer = HeadWriter(attn, rms, drive)
     beta = drive.beta
     for head, slots in zip(heads, slots_per_head):
         writer.claim(head, name)
-        if clears:
-            writer.clear_on(head, Form({bos.dim(1): 1.0}))
         key_head = writer.key_head(head)
         offset, regions_in_head = 0, sum(len(regions) for _, regions in slots)
         normalised = math.sqrt(HEAD_DIM / regions_in_head)
