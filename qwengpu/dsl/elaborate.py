@@ -322,7 +322,7 @@ class Elaborator(ExpressionElaborator):
                            field.when_loc)
         if condition.when is not None:
             raise HdlError(f"record field {field.name} is present `when {field.when}`, but "
-                           f"{field.when} is itself optional (when {condition.when}); a "
+                           f"{field.when} is itself optional (when {condition.condition_text()}); a "
                            "condition must be a field every record holds", field.when_loc)
         if elements > 1 and condition.width == elements:
             return [(field.when, i) for i in range(elements)]

@@ -117,7 +117,8 @@ def test_cli_prints_buffers_json_and_trace(tmp_path, capsys):
     assert out == "a = [1, 2, 3, -4]\nb = [10, 20, 30, 40]\nc = [11, 22, 33, 0]\n"
     code, out, err = run_cli(capsys, path, "--json", "--backend", "sim")
     result = json.loads(out)
-    assert code == 0 and set(result) == {"buffers", "records", "trap"}
+    assert code == 0 and set(result) == {"buffers", "records", "tokens", "prompt_tokens",
+                                               "trap"}
     assert result["buffers"]["c"] == [11, 22, 33, 0] and result["trap"] is None
     assert out.count("\n") == 1
     code, out, err = run_cli(capsys, path, "--trace")

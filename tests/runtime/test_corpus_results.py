@@ -6,7 +6,9 @@ corpus, the unseen ones included, passed on the latest checkpoint (by the rule `
 skips kernels by: bench/corpus_on_model.py's `results_before`), each `ok` line with as many
 records (and tokens) as the interpreter's run of that launch, and the ids of each
 `unfinished` line an `ok` line went on from decode to the interpreter's first records.  The
-model wrote those lines; this test only reads them (no model is loaded)."""
+model wrote those lines; this test only reads them (no model is loaded).  Each file is read
+with the spec its latest checkpoint was compiled from: corpus-min.jsonl ran before optional
+record fields, on bench/results/qwengpu-54-token-records.hdl (every record 54 tokens)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,31 @@ import json
 
 import pytest
 
-from bench_scripts import bench_script
-from runtime_helpers import EXAMPLES_DIR, IDS, ROOT, default_protocol, sim_result
-from qwengpu.trace.decode import TraceDecoder
+from functools import lru_cache
 
-RESULTS = [ROOT / "bench" / "results" / name
-           for name in ("corpus-min.jsonl", "corpus-2b-engine.jsonl")]
+from bench_scripts import bench_script
+from runtime_helpers import EXAMPLES_DIR, IDS, ROOT, launch_of
+from qwengpu.runtime.launch import run_launch_sim
+from qwengpu.runtime.machine_state import load_machine
+from qwengpu.trace.decode import TraceDecoder
+from qwengpu.trace.protocol import TraceProtocol
+
+RESULTS_DIR = ROOT / "bench" / "results"
+RESULTS = [RESULTS_DIR / name for name in ("corpus-min.jsonl", "corpus-2b-engine.jsonl")]
+# the spec each file's latest checkpoint was compiled from (None: specs/qwengpu.hdl)
+SPEC_OF = {"corpus-min.jsonl": RESULTS_DIR / "qwengpu-54-token-records.hdl",
+           "corpus-2b-engine.jsonl": None}
+
+
+@lru_cache(maxsize=None)
+def _machine(results_name: str):
+    return load_machine(SPEC_OF[results_name])
+
+
+@lru_cache(maxsize=None)
+def _records(results_name: str, kernel: str) -> list[dict[str, int]]:
+    """The interpreter's records of a kernel, on the file's machine."""
+    return run_launch_sim(launch_of(EXAMPLES_DIR / kernel), machine=_machine(results_name)).records
 
 
 def _lines_on_latest_checkpoint(results) -> list[dict]:
@@ -49,13 +70,13 @@ def test_every_runnable_kernel_passed_on_the_latest_checkpoint(results):
 
 @pytest.mark.parametrize("results", RESULTS, ids=lambda path: path.name)
 def test_the_results_agree_with_the_interpreter(results):
-    protocol = default_protocol()
+    protocol = TraceProtocol.from_design(_machine(results.name).design)
     for line in _lines_to_check(results):
         name = line["kernel"]
-        records = sim_result(EXAMPLES_DIR / name).records
+        records = _records(results.name, name)
         if line["verdict"] == "ok":
             assert line["records"] == len(records), name
-            assert line["tokens"] == len(records) * protocol.tokens_per_record + 1, name
+            assert line["tokens"] == len(protocol.encode_records(records)), name
             continue
         assert line["verdict"] == "unfinished", (name, line["verdict"])
         decoder = TraceDecoder(protocol)

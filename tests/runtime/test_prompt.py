@@ -104,7 +104,7 @@ def test_prompt_is_short_and_readable(protocol):
     text = prompt_text(ids, protocol)
     lines = text.splitlines()
     assert lines[0] == "<bos>" and lines[-1] == "<trace>"
-    assert lines[1].startswith("init:warp.b0 ") and lines[1].endswith("init:trap_lane.b0")
+    assert lines[1].startswith("init:warp.b0 ") and lines[1].endswith("init:exited.b0")
     assert lines[2].endswith(" prog[0]")
     assert len(lines) == 1 + 1 + 1051 + 1                 # one line per state write
     # restaging only what changed: far fewer tokens than 8 bytes per element

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from qwengpu.trace.protocol import FieldSpec, TraceProtocol
 from trace_helpers import qwengpu_protocol
 
 
@@ -11,3 +12,12 @@ from trace_helpers import qwengpu_protocol
 def protocol():
     """The trace protocol of specs/qwengpu.hdl, the default machine."""
     return qwengpu_protocol()
+
+
+@pytest.fixture(scope="session")
+def fixed_protocol(protocol):
+    """The same fields and state with every field and port token in every record (54 tokens
+    a record): the format of the tests that count positions."""
+    return TraceProtocol(protocol.design_name, [FieldSpec(f.name, f.width)
+                                                for f in protocol.fields],
+                         protocol.state, protocol.write_ports)

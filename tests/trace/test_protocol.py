@@ -10,13 +10,19 @@ from qwengpu.trace.protocol import ProtocolError, TraceProtocol
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.runtime.machine_state import DEFAULT_SPEC
 
-# docs/isa.md, "A record": field widths in emit order.
-RECORD_TABLE = [("warp", 3), ("pc", 7), ("active", 4), ("exec", 4), ("op", 6), ("rd", 4),
-                ("rwen", 4)] + [(f"rval{lane}", 32) for lane in range(4)] + \
-               [("pd", 3), ("pwen", 4), ("pval", 4), ("mwen", 4)] + \
+# docs/isa.md, "A record": field widths in emit order, and when an optional one is present
+# (mask field, bit; bit None: the mask is not 0).
+RECORD_TABLE = [("warp", 3), ("pc", 7), ("active", 4), ("exec", 4), ("op", 6), ("rwen", 4),
+                ("rd", 4)] + [(f"rval{lane}", 32) for lane in range(4)] + \
+               [("pwen", 4), ("pd", 3), ("pval", 4), ("mwen", 4)] + \
                [(f"maddr{lane}", 7) for lane in range(4)] + \
                [(f"mval{lane}", 32) for lane in range(4)] + \
-               [("taken", 4), ("exited", 4), ("trap", 3), ("trap_lane", 2)]
+               [("trap", 3), ("trap_lane", 2), ("taken", 4), ("exited", 4)]
+CONDITIONS = {"rd": ("rwen", None), "pd": ("pwen", None), "pval": ("pwen", None),
+              "trap_lane": ("trap", None),
+              **{f"rval{lane}": ("rwen", lane) for lane in range(4)},
+              **{f"maddr{lane}": ("mwen", lane) for lane in range(4)},
+              **{f"mval{lane}": ("mwen", lane) for lane in range(4)}}
 # docs/isa.md, "State": element counts (WARPS 8, LANES 4, REGS 15, PREDS 7) and widths.
 STATE_TABLE = {"prog": (128, 64), "mem": (126, 32), "params": (8, 32), "regs": (480, 32),
                "preds": (224, 1), "pc": (32, 7), "live": (32, 1), "warp_ctaid": (8, 32),
@@ -38,6 +44,9 @@ def test_vocabulary_size_follows_the_record_and_state_tables(protocol):
     assert protocol.stage_bytes == 8
     assert protocol.vocab_size == 5 + field_tokens + 3 + slots + 8 * 256 + commits
     assert [(f.name, f.width) for f in protocol.fields] == RECORD_TABLE
+    assert {f.name: (f.when, f.when_bit) for f in protocol.fields if f.when} == CONDITIONS
+    # port token k when lane k stores
+    assert protocol.port_when == ((("mwen", 1),), (("mwen", 2),), (("mwen", 3),))
 
 
 def test_every_token_round_trips(protocol):
@@ -63,7 +72,7 @@ def test_token_meanings(protocol):
     token = protocol.describe(protocol.token_id("rval2.b1=3f"))
     assert (token.kind, token.name, token.byte, token.value) == ("field", "rval2", 1, 0x3F)
     assert not token.closes_record
-    last = protocol.describe(protocol.token_id("trap_lane.b0=03"))
+    last = protocol.describe(protocol.token_id("exited.b0=03"))
     assert last.closes_record and last.slot == 50
     with pytest.raises(ProtocolError, match="not a token"):
         protocol.token_id("trap_lane.b0=04")           # 2 bits: values 0..3
@@ -86,11 +95,11 @@ def test_token_meanings(protocol):
 
 def test_following_slot(protocol):
     slots = protocol.record_slots
-    assert slots[0] == ("warp", 0) and slots[7] == ("rval0", 0) and slots[50] == ("trap_lane", 0)
+    assert slots[0] == ("warp", 0) and slots[7] == ("rval0", 0) and slots[50] == ("exited", 0)
     assert protocol.following_slot(protocol.trace_id) == 0
     assert protocol.following_slot(protocol.token_id("warp.b0=03")) == 1
     assert protocol.following_slot(protocol.token_id("rval0.b3=ff")) == 11
-    assert protocol.following_slot(protocol.token_id("trap_lane.b0=01")) == 51
+    assert protocol.following_slot(protocol.token_id("exited.b0=01")) == 51
     assert protocol.following_slot(protocol.token_id("commit:port1")) == 52
     assert protocol.following_slot(protocol.token_id("commit:port3")) == 0
     for text in ("<bos>", "<eos>", "init:warp.b0", "set.b0=00", "mem[0]"):
@@ -99,13 +108,19 @@ def test_following_slot(protocol):
 
 def test_encode_record_is_little_endian_bytes_in_emit_order(protocol):
     record = {name: 0 for name, _ in RECORD_TABLE}
-    record.update(warp=5, rval2=0x12345678, trap_lane=3)
+    record.update(warp=5, rwen=0b0100, rval2=0x12345678, trap=2, trap_lane=3, exited=1)
     texts = [protocol.describe(i).text for i in protocol.encode_record(record)]
-    assert len(texts) == 54
-    assert texts[0] == "warp.b0=05"
-    start = texts.index("rval2.b0=78")
-    assert texts[start:start + 4] == ["rval2.b0=78", "rval2.b1=56", "rval2.b2=34", "rval2.b3=12"]
-    assert texts[-4:] == ["trap_lane.b0=03", "commit:port1", "commit:port2", "commit:port3"]
+    assert texts == ["warp.b0=05", "pc.b0=00", "active.b0=00", "exec.b0=00", "op.b0=00",
+                     "rwen.b0=04", "rd.b0=00",
+                     "rval2.b0=78", "rval2.b1=56", "rval2.b2=34", "rval2.b3=12",
+                     "pwen.b0=00", "mwen.b0=00", "trap.b0=02", "trap_lane.b0=03",
+                     "taken.b0=00", "exited.b0=01"]
+    every = {**record, "rwen": 15, "pwen": 1, "mwen": 15}
+    texts = [protocol.describe(i).text for i in protocol.encode_record(every)]
+    assert len(texts) == 54 == protocol.tokens_per_record
+    assert texts[-4:] == ["exited.b0=01", "commit:port1", "commit:port2", "commit:port3"]
+    stores = [protocol.describe(i).text for i in protocol.encode_record({**record, "mwen": 4})]
+    assert stores[-2:] == ["exited.b0=01", "commit:port2"]
     assert protocol.encode_records([record, record])[-1] == protocol.eos_id
     with pytest.raises(ProtocolError, match="does not fit"):
         protocol.encode_record({**record, "pc": 128})

@@ -20,7 +20,14 @@ def qwengpu_protocol() -> TraceProtocol:
 
 
 def random_records(protocol: TraceProtocol, count: int, seed: int = 0) -> list[dict[str, int]]:
-    """`count` records whose fields hold seeded random values of their widths."""
+    """`count` records whose fields hold seeded random values of their widths (0 where an
+    optional field is absent, as a record has it)."""
     rng = random.Random(seed)
-    return [{field.name: rng.getrandbits(field.width) for field in protocol.fields}
-            for _ in range(count)]
+    records = []
+    for _ in range(count):
+        record: dict[str, int] = {}
+        for field in protocol.fields:
+            value = rng.getrandbits(field.width)
+            record[field.name] = value if field.present(record) else 0
+        records.append(record)
+    return records
