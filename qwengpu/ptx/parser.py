@@ -115,6 +115,7 @@ class _ModuleBuilder:
         self.lines = text.splitlines()
         self.module = ir.Module(path=path, source=text)
         self.block_counter = 0
+        self.registers: dict[str, str] = {}   # the kernel being built: its registers
 
     def loc(self, item) -> Location:
         if isinstance(item, Token):
@@ -188,6 +189,7 @@ class _ModuleBuilder:
             seen.add(param.name)
         kernel = ir.Kernel(name=str(name_token), params=params, registers={}, body=[],
                            variables={}, loc=self.loc(name_token), is_function=is_function)
+        self.registers = kernel.registers     # bare register names resolve against these
         self.body(body, kernel, renames={}, cuda_loc=[None], depth=0)
         return kernel
 
@@ -285,6 +287,10 @@ class _ModuleBuilder:
             # pragmas change nothing on this machine
 
     def register_decl(self, tree: Tree, kernel: ir.Kernel, renames: dict[str, str], scoped: bool):
+        if tree.children[0].type == "VECTOR_KIND":
+            raise self.error(f"vector registers ({tree.children[0]}) are not supported; declare "
+                             "a register per element (vector loads and stores take "
+                             "`{%r1, %r2, ...}`)", tree.children[0])
         type_name = str(tree.children[0])[1:]
         for item in tree.children[1:]:
             base = str(item.children[0])
@@ -340,7 +346,10 @@ class _ModuleBuilder:
             text = str(children[0])
             return ir.Immediate(int(text[2:], 16), text, loc)
         if kind == "symbol":
-            return ir.Symbol(str(children[0]), loc)
+            name = renames.get(str(children[0]), str(children[0]))
+            if name in self.registers:         # a register declared without `%`
+                return ir.Register(name, loc)
+            return ir.Symbol(name, loc)
         if kind == "memory":
             address = children[0]
             base = self.operand(address.children[0], renames)
@@ -352,8 +361,8 @@ class _ModuleBuilder:
                     offset = -offset
             return ir.Memory(base, offset, loc)
         if kind == "vector":
-            elements = tuple(None if child.data == "sink" else self.operand(child, renames)
-                             for child in children)
+            elements = tuple(None if child.data == "sink" or child.children == ["_"]
+                             else self.operand(child, renames) for child in children)
             return ir.Vector(elements, loc)
         if kind == "sink":
             return None

@@ -95,6 +95,7 @@ MALFORMED = [
     ("    ld.global.u32 %r1, [%r2+];\n", 2, "unexpected ']'"),
     ("    mov.u32 %r1, #5;\n", 2, "unexpected '#5'"),
     ("    .reg .b32 %r<>;\n", 2, "unexpected '>'"),
+    ("    .reg .v4 .b32 %vec;\n", 2, "vector registers (.v4) are not supported"),
 ]
 
 
@@ -110,6 +111,14 @@ def test_malformed_ptx_is_located(line, line_number, message):
     assert rendered[0].startswith(f"bad.ptx:{line_number + 4}:{error.loc.column}: error: ")
     assert rendered[1] == line.rstrip("\n")
     assert rendered[2] == " " * (error.loc.column - 1) + "^"
+
+
+def test_a_function_with_register_parameters_parses():
+    """`.func (.reg .b32 r) f(.reg .b32 x)` is legal PTX (hand-written and other compilers'):
+    it parses; only a call to it is refused (in the selector, in words)."""
+    module = parse_ptx(HEADER + ".func (.reg .b32 result) twice(.reg .b32 x, .param .u32 y)\n"
+                       "{ add.u32 result, x, x; ret; }\n.entry k() { ret; }\n")
+    assert set(module.functions) == {"twice"} and set(module.kernels) == {"k"}
 
 
 def test_unterminated_kernel():
@@ -167,3 +176,45 @@ def test_unsupported_or_wrong_instructions_name_their_line(body, message):
     assert message in error.message
     assert error.loc.line == 11                       # the line of `body`
     assert error.render().splitlines()[1] == body
+
+
+BARE_NAMES = HEADER + """\
+.visible .entry bare(.param .u64 out_param, .param .u32 limit_param)
+{
+    .reg .pred in_range, out_of_range;
+    .reg .b32 tid, limit, value, low, high;
+    .reg .b64 out_addr, offset, pair;
+    ld.param.u64 out_addr, [out_param];
+    ld.param.u32 limit, [limit_param];
+    mov.u32 tid, %tid.x;
+    setp.lt.u32 in_range|out_of_range, tid, limit;
+    @out_of_range bra DONE;
+    cvta.to.global.u64 out_addr, out_addr;
+    mul.wide.u32 offset, tid, 8;
+    add.s64 out_addr, out_addr, offset;
+    mov.b64 pair, {tid, limit};
+    mov.b64 {low, _}, pair;
+    selp.b32 value, 100, 200, !out_of_range;
+    add.u32 value, value, low;
+    st.global.u32 [out_addr], value;
+    @!in_range bra DONE;
+    { .reg .b32 value;
+      mul.lo.u32 value, tid, tid;
+      st.global.u32 [out_addr+4], value; }
+DONE:
+    ret;
+}
+"""
+
+
+def test_registers_declared_without_percent_work_everywhere_a_register_does():
+    """docs/ptx.md: `.reg .b32 name;` is legal PTX (hand-written PTX and other compilers use
+    it): bare names as destinations, sources, guards (`@p`, `@!p`), `!p`, `p|q` pairs,
+    addresses (`[name+4]`), vector elements and a name redeclared in a nested block."""
+    from ptx_harness import run_ptx
+
+    run = run_ptx(BARE_NAMES, {"out": [7] * 8}, ["out", 3], block=4)
+    expected = []
+    for tid in range(4):
+        expected += [100 + tid, tid * tid] if tid < 3 else [7, 7]
+    assert run.words["out"] == expected

@@ -63,14 +63,21 @@ def test_checker_on_early_and_late_ends(protocol):
 
 
 def test_checker_names_a_wrong_port_token(protocol):
-    ids = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)
-    del ids[52]                                   # record 0's commit:port2
+    """Record 68 (the first store) is the first to commit its ports: its commit:port1 left
+    out, the checker reads commit:port2 in its place."""
+    records = sim_result(VECTOR_ADD_DIR).records
+    ids = protocol.encode_records(records)
+    first_port = len(protocol.encode_records(records[:68])) - 1     # its ids, less <eos>
+    ports = ids[first_port + len(protocol.encode_records(records[68:69])) - 4:][:3]
+    assert [protocol.describe(i).text for i in ports] == [
+        "commit:port1", "commit:port2", "commit:port3"]
+    del ids[ids.index(ports[0], first_port)]
     with pytest.raises(CheckMismatch) as caught:
         feed_all(protocol, ids)
     error = caught.value
     assert (error.record, error.field, error.expected, error.got) == (
-        0, None, "commit:port2", "commit:port3")
-    assert "at its commit of write port 2" in error.message
+        68, None, "commit:port1", "commit:port2")
+    assert "at its commit of write port 1" in error.message
 
 
 def run_cli(capsys, argv):
@@ -157,10 +164,10 @@ def test_a_resumed_launch_is_checked_again_then_goes_on(random_checkpoint, proto
             {"prefill_chunk_size": kwargs["prefill_chunk"]}) or session(prompts, **kwargs)
     launch = launch_of(VECTOR_ADD_DIR)
     # three whole records (encode_records ends a trace with <eos>: left off)
-    earlier = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)[
-        :3 * protocol.tokens_per_record]
+    earlier = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records[:3])[:-1]
     wrong = list(earlier)
-    wrong[protocol.tokens_per_record + 1] = earlier[1] ^ 1       # record 1's second token
+    record_1 = len(protocol.encode_records(sim_result(VECTOR_ADD_DIR).records[:1])) - 1
+    wrong[record_1 + 1] = earlier[1] ^ 1                          # record 1's second token
     outcomes = run_launches_model([launch, launch], random_checkpoint, check=True,
                                   progress=False, resume_ids=[earlier, wrong],
                                   prefill_chunk_size=512, loaded=(model, checkpoint_protocol),
@@ -261,8 +268,7 @@ def test_the_corpus_script_goes_on_with_unfinished_launches(random_checkpoint, t
     corpus = bench_script("corpus_on_model")
     results = tmp_path / "corpus.jsonl"
     here = corpus.fingerprint(random_checkpoint)
-    ids = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)[
-        :2 * protocol.tokens_per_record]                 # two records, no <eos>
+    ids = protocol.encode_records(sim_result(VECTOR_ADD_DIR).records[:2])[:-1]   # no <eos>
     results.write_text(json.dumps({"kernel": "vector_add", "verdict": "unfinished",
                                    "checkpoint": here, "ids": ids}) + "\n")
     capsys.readouterr()
