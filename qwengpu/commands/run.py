@@ -19,7 +19,8 @@ trap, and every mistake in the launch print a located message on stderr and exit
 Several launch files run one after the other on `sim`, and as one batch (one `generate`, a row
 a launch) on `model`; each launch's report follows a `== FILE` line (`--json`: one object a
 line, with `"launch": FILE`, or `"error"` for a launch that failed), and the exit status is 1
-when any launch failed.
+when any launch failed.  A single launch that fails at run time (an endless loop, a model
+that stops writing a trace) prints its `{"launch", "error"}` object under `--json` too.
 """
 
 from __future__ import annotations
@@ -54,8 +55,6 @@ def _run_sim(launches: list[Launch], machine: Machine, args: argparse.Namespace
                                                                  machine)
             outcomes.append(result)
         except UserError as error:
-            if len(launches) == 1:
-                raise
             outcomes.append(error)
     return outcomes
 
@@ -167,6 +166,10 @@ def run(args: argparse.Namespace) -> int:
     if len(launches) == 1:
         if args.listing:
             print(listing(launches[0]), file=stream)
+        if isinstance(outcomes[0], UserError):
+            if args.json:     # a failed launch still prints its one JSON object
+                print(json.dumps({"launch": args.launch[0], "error": outcomes[0].render()}))
+            raise outcomes[0]
         return report(outcomes[0], launches[0], trace=args.trace, as_json=args.json)
     status = 0
     for path, launch, outcome in zip(args.launch, launches, outcomes):

@@ -66,7 +66,8 @@ def compile_kernel(module: ir.Module, kernel_name: str | None,
                    variables=variables, slots=slots,
                    registers_used=allocation.registers_used,
                    predicates_used=allocation.predicates_used, ptx_path=module.path,
-                   ptx_source=module.source, pass_changes=changes)
+                   ptx_source=module.source, pass_changes=changes,
+                   pointer_bytes=module.address_size // 8)
 
 
 def load_program(path: str, kernel_name: str | None,

@@ -69,6 +69,7 @@ class Program:
     ptx_path: str
     ptx_source: str
     pass_changes: dict[str, int] = field(default_factory=dict)
+    pointer_bytes: int = 8           # a pointer parameter's size (`.address_size` / 8)
 
     def __len__(self) -> int:
         return len(self.slots)

@@ -289,7 +289,8 @@ def _param_words(args: list, buffers: dict, program: Program, addresses: dict[st
                            f"gives {len(args)}; its parameters: {listing}", "args")
     values: dict[str, list[int]] = {}
     for param, arg in zip(params, args):
-        values[param.name] = _argument_words(param, arg, buffers, addresses, source)
+        values[param.name] = _argument_words(param, arg, buffers, addresses, source,
+                                             program.pointer_bytes)
     words = [0] * limits.param_words
     for slot, (name, word) in enumerate(program.param_slots):
         words[slot] = values[name][word] if word < len(values[name]) else 0
@@ -297,17 +298,20 @@ def _param_words(args: list, buffers: dict, program: Program, addresses: dict[st
 
 
 def _argument_words(param: ir.Param, arg, buffers: dict, addresses: dict[str, int],
-                    source: _LaunchText) -> list[int]:
-    """The little-endian 32-bit words a parameter holds for this argument."""
+                    source: _LaunchText, pointer_bytes: int) -> list[int]:
+    """The little-endian 32-bit words a parameter holds for this argument (a buffer name
+    only for a parameter of the PTX's pointer size: `.u64` under `.address_size 64`)."""
     size_words = max(-(-param.size_bytes // 4), 1)
     if isinstance(arg, str):
         if arg not in buffers:
             known = ", ".join(buffers) or "none"
             raise source.error(f"argument {arg!r} names no buffer (buffers: {known})", arg,
                                "args")
-        if param.is_array or param.size_bytes < 4:
-            raise source.error(f"parameter {param.name} (.{param.type}) cannot hold a pointer, "
-                               f"but the launch passes buffer {arg!r}", "args")
+        if param.is_array or param.size_bytes != pointer_bytes:
+            raise source.error(f"parameter {param.name} (.{param.type}) cannot hold a pointer "
+                               f"(a pointer is {pointer_bytes} bytes in this PTX, .address_size "
+                               f"{8 * pointer_bytes}), but the launch passes buffer {arg!r}; "
+                               "pass an integer", "args")
         return [addresses[arg]] + [0] * (size_words - 1)
     if _is_int(arg):
         if param.is_array:

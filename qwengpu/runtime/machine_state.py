@@ -68,11 +68,31 @@ class Machine:
         self.design = design
         self.shape = MachineShape.from_design(design)
         _check_launch_state(design, self.shape)
+        _check_record_fields(design, self.shape)
         self._step = compile_step(design)
 
     def simulator(self) -> Simulator:
         """A fresh simulator in the reset state."""
         return Simulator(self.design, self._step)
+
+
+# The record fields the runtime reads (docs/isa.md, "Records"): launches, traps, `--trace`.
+RECORD_FIELDS = ("warp", "pc", "active", "exec", "op", "rwen", "rd", "rval*", "pwen", "pd",
+                 "pval", "mwen", "maddr*", "mval*", "trap", "trap_lane", "taken", "exited")
+
+
+def _check_record_fields(design: Design, shape: MachineShape) -> None:
+    """Refuse a spec whose `emit` statements leave out a field the runtime reads."""
+    emitted = {record_field.name for record_field in design.record}
+    needed = [name for field in RECORD_FIELDS
+              for name in ([field[:-1] + str(lane) for lane in range(shape.lanes)]
+                           if field.endswith("*") else [field])]
+    missing = [name for name in needed if name not in emitted]
+    if missing:
+        raise HdlError(f"{design.name}'s record lacks {', '.join(missing)}: a launch's trace "
+                       "needs every field of docs/isa.md's record table (emit them, "
+                       "optionally with `when`)",
+                       design.record[-1].loc if design.record else Location(design.file))
 
 
 def _check_launch_state(design: Design, shape: MachineShape) -> None:
@@ -191,12 +211,28 @@ class MachineRun:
         return self.trap != Trap.NONE
 
 
+def unfinished_message(records: Sequence[dict[str, int]], max_records: int) -> str:
+    """Why a launch stopped at `max_records`: the warps the last records ran, each with its
+    live lanes and the pcs it went round (an endless loop shows as a small set of pcs)."""
+    recent = records[-64:]
+    loops: dict[int, tuple[int, set[int]]] = {}
+    for record in recent:
+        active, pcs = loops.setdefault(record["warp"], (record["active"], set()))
+        loops[record["warp"]] = (record["active"], pcs | {record["pc"]})
+    described = []
+    for warp, (active, pcs) in sorted(loops.items()):
+        lanes = ",".join(str(lane) for lane in range(active.bit_length()) if active >> lane & 1)
+        shown = ", ".join(str(pc) for pc in sorted(pcs)[:8]) + (", ..." if len(pcs) > 8 else "")
+        described.append(f"warp {warp} (lanes {lanes or 'none'}) at pcs {shown}")
+    return (f"the launch did not finish within {max_records} records (an endless loop?); its "
+            f"last {len(recent)} records ran " + "; ".join(described))
+
+
 def run_simulator(sim: Simulator, max_records: int = DEFAULT_MAX_RECORDS) -> MachineRun:
     """Step a filled simulator until the machine stops; `LaunchError` past `max_records`."""
     records = sim.run(max_records)
     if len(records) == max_records and sim.step() is not None:
-        raise LaunchError(f"the launch did not finish within {max_records} records "
-                          f"(an endless loop?)")
+        raise LaunchError(unfinished_message(records, max_records))
     trap = Trap(sim.registers.get("trap", 0)) if sim.registers.get("halted") else Trap.NONE
     return MachineRun(records=records, memory=list(sim.memories["mem"]), trap=trap,
                         trap_record=records[-1] if trap != Trap.NONE and records else None)

@@ -48,7 +48,7 @@ DEFAULT_ENGINE = "sparse"
 from qwengpu.runtime.decode import DecodedLaunch, launch_outcome
 from qwengpu.trace.decode import TraceDecoder
 from qwengpu.runtime.launch import Launch
-from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, new_simulator
+from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, new_simulator, unfinished_message
 from qwengpu.runtime.prompt import as_machine, build_prompt
 
 
@@ -296,8 +296,8 @@ class _Row:
             self.error = error
             return
         if not self.decoder.ended and len(self.decoder.records) >= self.max_records:
-            self.error = LaunchError(f"the launch did not finish within {self.max_records} "
-                                     "records (an endless loop?)")
+            self.error = LaunchError(unfinished_message(self.decoder.records,
+                                                        self.max_records))
 
 
 def _streamer(rows: list[_Row], progress: _Progress):

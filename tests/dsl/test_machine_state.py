@@ -66,8 +66,14 @@ def test_bad_grid_or_block():
 
 
 def test_endless_loop_is_reported():
-    with pytest.raises(LaunchError, match="did not finish within 50 records"):
-        run(None, [Instruction(Op.BRA, imm=0)], [], [], grid=1, block=4, max_records=50)
+    """It names the warps the last records ran, their live lanes and the pcs they went round."""
+    program = [Instruction(Op.S2R, d=1, imm=Special.TID), Instruction(Op.BRA, imm=2),
+               Instruction(Op.BRA, imm=1)]
+    with pytest.raises(LaunchError, match=r"did not finish within 50 records \(an endless "
+                                          r"loop\?\); its last 50 records ran warp 0 \(lanes "
+                                          r"0,1,2,3\) at pcs 0, 1, 2; warp 1 \(lanes 0,1\) at "
+                                          r"pcs 0, 1, 2$"):
+        run(None, program, [], [], grid=1, block=6, max_records=50)
 
 
 def test_a_spec_that_is_not_a_qwengpu_machine_is_rejected(tmp_path):
@@ -84,3 +90,22 @@ def test_run_returns_records_memory_and_trap():
     result = run(None, program, [], [], grid=1, block=8)
     assert [signed_word(w) for w in result.memory[:8]] == [-t for t in range(8)]
     assert len(result.records) == 10 and not result.trapped and result.trap_record is None
+
+
+@pytest.mark.parametrize("emit,missing", [
+    ("emit trap = trap_code, taken, exited;", "lacks trap_lane:"),
+    ("emit mwen, maddr when mwen;", "lacks mval0, mval1, mval2, mval3:")])
+def test_a_spec_that_leaves_out_a_record_field_the_runtime_reads_is_rejected(tmp_path, emit,
+                                                                             missing):
+    """A spec whose emit statements lack a field of docs/isa.md's record table is refused
+    when it is loaded (naming the fields and the spec's last emitted field's line), not with
+    a KeyError when a trace or a trap first reads it."""
+    text = DEFAULT_SPEC.read_text()
+    originals = {"lacks trap_lane:": "emit trap = trap_code, trap_lane when trap, taken, exited;",
+                 "lacks mval0, mval1, mval2, mval3:": "emit mwen, maddr when mwen, mval when mwen;"}
+    assert originals[missing] in text
+    spec = tmp_path / "short_record.hdl"
+    spec.write_text(text.replace(originals[missing], emit))
+    with pytest.raises(HdlError, match=missing) as caught:
+        load_machine(spec)
+    assert caught.value.loc.file == str(spec) and caught.value.loc.line > 1

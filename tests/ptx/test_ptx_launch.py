@@ -69,6 +69,8 @@ BAD_LAUNCHES = [
     (variant(args=["a", "b", "c", [1, 2]]), "takes a buffer name or an integer, not a list",
      "args"),
     (variant(args=["a", "b", "c", 1 << 32]), "does not fit parameter vadd_param_3", "args"),
+    (variant(args=["a", "b", "c", "a"]), "parameter vadd_param_3 (.u32) cannot hold a pointer "
+                                         "(a pointer is 8 bytes in this PTX", "args"),
     (variant(source="missing.ptx"), "PTX file not found", None),
     (variant(source="kernel.cpp"), "must be a .cu or .ptx file", None),
 ]
@@ -150,6 +152,9 @@ def test_cli_user_errors_exit_1_without_a_traceback(tmp_path, capsys):
     assert code == 1 and "needs --model DIR" in err
     code, out, err = run_cli(capsys, path, "--max-records", "3")
     assert code == 1 and "did not finish within 3 records" in err
+    code, out, err = run_cli(capsys, path, "--max-records", "3", "--json")   # one launch
+    assert code == 1 and "did not finish within 3 records" in json.loads(out)["error"]
+    assert json.loads(out)["launch"] == str(path) and "Traceback" not in err
 
 
 def test_nvcc_missing_names_the_pip_package(tmp_path, monkeypatch):
