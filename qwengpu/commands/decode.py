@@ -8,7 +8,9 @@ FILE is JSON: a list of ids, `{"ids": [...]}` or `{"input_ids": [...]}`.  It hol
 the generated ids alone (starting with the first record, ending with eos) or the prompt
 followed by them (everything up to `<trace>` is then checked against the launch's prompt).
 The output is that of `hdlc run` (`--json`: buffers, records, tokens, trap); a trap exits 1
-with the located message, and so does a stream that is not a well-formed trace.  The machine
+with the located message, and so does a stream that is not a well-formed trace or breaks a
+rule every trace of the launch keeps (qwengpu.runtime.trace_rules).  `--check` also replays
+the launch on the reference interpreter and stops at the first record and field that differ.  The machine
 is the checkpoint's (`--model DIR`) or the one `--spec` and `-P` name, as for `hdlc launch`.
 """
 
@@ -19,6 +21,8 @@ import argparse
 from qwengpu.commands.launch import protocol_for
 from qwengpu.commands.run import add_machine_arguments, chosen_machine, report
 from qwengpu.runtime.decode import decode_launch, read_token_file
+from qwengpu.runtime.trace_rules import replay_difference
+from qwengpu.trace.decode import DecodeError
 from qwengpu.runtime.launch import load_launch, machine_limits
 
 NAME = "decode"
@@ -38,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='print one JSON object {"buffers", "records", "tokens", "trap"}')
     parser.add_argument("--trace", action="store_true",
                         help="print every record readably (on stderr with --json)")
+    parser.add_argument("--check", action="store_true",
+                        help="replay the launch on the reference interpreter: every record "
+                             "must be the interpreter's")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,4 +52,8 @@ def run(args: argparse.Namespace) -> int:
     launch = load_launch(args.launch, machine_limits(machine))
     protocol = protocol_for(args.model, machine)
     result = decode_launch(launch, read_token_file(args.tokens), protocol, machine)
+    if args.check:
+        difference = replay_difference(launch, result.records, machine)
+        if difference is not None:
+            raise DecodeError(f"--check: {difference}")
     return report(result, launch, trace=args.trace, as_json=args.json)

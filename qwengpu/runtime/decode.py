@@ -12,7 +12,9 @@ writes.
     result.buffers, result.records, result.trap, result.tokens
 
 Every stream that is not a well-formed trace of the launch is a `DecodeError` naming the
-position (an index into the ids given) and what was expected there.
+position (an index into the ids given) and what was expected there, or the record and the
+rule of a trace it breaks (`qwengpu.runtime.trace_rules`: another launch's trace, a forged
+record, a lone `<eos>`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from qwengpu.runtime.launch import Launch, LaunchResult, describe_trap
 from qwengpu.runtime.machine_state import Machine
 from qwengpu.runtime.prompt import build_prompt
+from qwengpu.runtime.trace_rules import check_trace_rules
 from qwengpu.trace.decode import DecodeError, decode_trace, split_prompt
 from qwengpu.trace.protocol import TraceProtocol
 
@@ -72,14 +75,13 @@ def _check_prompt(prompt: list[int], launch: Launch, protocol: TraceProtocol,
 
 def launch_outcome(launch: Launch, records: list[dict[str, int]], tokens: int
                    ) -> DecodedLaunch:
-    """Final memory and trap of a launch from its decoded records (see the module docstring)."""
+    """Final memory and trap of a launch from its decoded records (see the module docstring),
+    once they keep every rule a trace of the launch keeps (`qwengpu.runtime.trace_rules`)."""
+    check_trace_rules(launch, records)
     lanes, words = launch.limits.lanes, launch.limits.memory_words
     memory = list(launch.memory)
     registers: dict[tuple[int, int, int], int] = {}
     for number, record in enumerate(records):
-        if record.get("trap") and number != len(records) - 1:
-            raise DecodeError(f"record {number} is a trap (code {record['trap']}), but the trace "
-                              f"goes on for {len(records) - 1 - number} more records")
         for lane in range(lanes):
             if record["mwen"] >> lane & 1:
                 word = record[f"maddr{lane}"]

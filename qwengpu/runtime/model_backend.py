@@ -468,7 +468,11 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
         if row.error is not None:
             outcomes.append(row.error)
             continue
-        result = launch_outcome(row.launch, records, tokens=row.decoder.tokens)
+        try:
+            result = launch_outcome(row.launch, records, tokens=row.decoder.tokens)
+        except UserError as error:       # a trace that breaks a rule of the launch's traces
+            outcomes.append(error)
+            continue
         result.prompt_tokens, result.seconds = len(row.prompt), seconds
         result.first_token_seconds = first_token
         result.engine = "sparse" if _is_engine(model) else "transformers"
