@@ -4,8 +4,8 @@ whose SHA-256 digests are the ones committed in tests/golden/checkpoint_fingerpr
 A refactor of the compiler must not move a single byte of a checkpoint (a change that means
 to must say so by updating the file: `QWENGPU_UPDATE_GOLDEN=1 python3 -m pytest
 tests/test_checkpoint_fingerprints.py` rewrites it).  The whole machine is pinned the same
-way by tests/engine/test_whole_machine.py, against the fingerprint bench/results/corpus-min.jsonl
-records.  Compiles are deterministic across machines (the min build's fingerprint was the
+way by tests/engine/test_whole_machine.py, against the fingerprint
+bench/results/corpus-min-engine.jsonl records.  Compiles are deterministic across machines (the min build's fingerprint was the
 same on the CPUs and the GPU machine the corpus ran on)."""
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def test_the_engine_benchmark_on_the_whole_machine(whole_machine, capsys):
 def test_the_whole_machine_is_the_one_the_corpus_ran_on(whole_machine):
     """The compile is pinned: its fingerprint (bench/corpus_on_model.py's: SHA-256 of the
     weights, config and protocol) is the one the latest lines of
-    bench/results/corpus-min.jsonl name, so those results are results of this compiler."""
+    bench/results/corpus-min-engine.jsonl name, so those results are results of this
+    compiler."""
     corpus = bench_script("corpus_on_model")
-    lines = (ROOT / "bench" / "results" / "corpus-min.jsonl").read_text().splitlines()
+    lines = (ROOT / "bench" / "results" / "corpus-min-engine.jsonl").read_text().splitlines()
     assert corpus.fingerprint(whole_machine) == json.loads(lines[-1])["checkpoint"]
