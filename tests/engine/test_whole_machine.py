@@ -97,3 +97,16 @@ def test_the_whole_machine_is_the_one_the_corpus_ran_on(whole_machine):
     corpus = bench_script("corpus_on_model")
     lines = (ROOT / "bench" / "results" / "corpus-min-engine.jsonl").read_text().splitlines()
     assert corpus.fingerprint(whole_machine) == json.loads(lines[-1])["checkpoint"]
+
+
+def test_random_kernels_inside_the_whole_machine(whole_machine, capsys):
+    """bench/soak_model.py (issue: differential fuzzing of the model): random PTX kernels of
+    the fuzz tests (seeds 1 and 2: 82 and 62 records, one block of 3 threads each), every
+    token checked against the interpreter in lockstep; CI's bounded slice of the soak."""
+    soak = bench_script("soak_model")
+    capsys.readouterr()
+    assert soak.main(["--model", str(whole_machine), "--kernels", "2", "--seed", "1",
+                      "--batch", "2"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^2 kernels passed, 0 failed, 0 skipped \(do not fit\); 144 records and "
+                     r"\d+ trace tokens checked", out, re.M), out
