@@ -23,8 +23,10 @@ def test_mem_has_two_write_ports_and_one_port_token():
     assert [s.name for s in compiled.plan.stores] == ["mem", "t"]
     assert protocol.write_ports == 2
     assert protocol.tokens_per_record == len(protocol.record_slots) + 1
-    record = protocol.encode_record({f.name: 0 for f in protocol.fields})
-    assert protocol.describe(record[-1]).text == "commit:port1"
+    storing = protocol.encode_record({f.name: 1 for f in protocol.fields})
+    assert protocol.describe(storing[-1]).text == "commit:port1"
+    idle = protocol.encode_record({f.name: 0 for f in protocol.fields})
+    assert "commit:port1" not in [protocol.describe(token).text for token in idle]
 
 
 @pytest.fixture(scope="module")

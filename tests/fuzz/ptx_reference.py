@@ -1,0 +1,340 @@
+"""A plain per-thread PTX evaluator: the other side of the differential fuzz tests.
+
+It reads the small PTX subset that `ptx_generator.py` writes and runs every thread of a grid
+on its own, one after the other, over a dict of 32-bit global memory words keyed by byte
+address.  The meaning of each instruction comes from the PTX ISA manual, written here from
+scratch: this module shares no code with `qwengpu` (it does not import it), so that a
+mistake in the loader cannot hide by being made on both sides.
+
+Threads are independent in the kernels it is meant for (no shared memory, no barriers, no
+warp operations, each thread writes only its own words), so running them in sequence gives
+what a GPU gives.  Anything it does not understand, a register read before it is written, a
+bad address and a thread that runs past `step_limit` steps are `PtxReferenceError`s: the
+shrinker of the fuzz tests relies on that to throw away kernels that stopped being valid.
+
+    buffers = run_ptx(text, grid=2, block=8, buffers={"in": [...], "out": [...]},
+                      args=["in", "out", 16])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+DEFAULT_STEP_LIMIT = 10_000
+SPECIAL_REGISTERS = ("%tid.x", "%ntid.x", "%ctaid.x", "%nctaid.x")
+
+
+class PtxReferenceError(Exception):
+    """The kernel is outside what the evaluator understands, or is not valid PTX to run."""
+
+
+class StepLimitExceeded(PtxReferenceError):
+    """A thread ran longer than the step limit (most likely an endless loop)."""
+
+
+def mask(width: int) -> int:
+    return (1 << width) - 1
+
+
+def signed(value: int, width: int) -> int:
+    value &= mask(width)
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def shift_left(a: int, amount: int, width: int) -> int:
+    # PTX clamps shift amounts greater than the width to the width.
+    return 0 if amount >= width else a << amount
+
+
+def shift_right_unsigned(a: int, amount: int, width: int) -> int:
+    return 0 if amount >= width else a >> amount
+
+
+def shift_right_signed(a: int, amount: int, width: int) -> int:
+    return signed(a, width) >> min(amount, width)
+
+
+# Each binary operation on unsigned operands of `width` bits; the result is masked afterwards.
+# `signedness` is "s" or "u" from the instruction's type ("b" types read as unsigned).
+BINARY = {
+    "add": lambda a, b, w, s: a + b,
+    "sub": lambda a, b, w, s: a - b,
+    "mul.lo": lambda a, b, w, s: a * b,
+    "mul.hi": lambda a, b, w, s: (signed(a, w) * signed(b, w) if s == "s" else a * b) >> w,
+    "and": lambda a, b, w, s: a & b,
+    "or": lambda a, b, w, s: a | b,
+    "xor": lambda a, b, w, s: a ^ b,
+    "shl": lambda a, b, w, s: shift_left(a, b, w),
+    "shr": lambda a, b, w, s: (shift_right_signed if s == "s" else shift_right_unsigned)(a, b, w),
+    "min": lambda a, b, w, s: min(signed(a, w), signed(b, w)) if s == "s" else min(a, b),
+    "max": lambda a, b, w, s: max(signed(a, w), signed(b, w)) if s == "s" else max(a, b),
+}
+
+# setp comparisons on (a, b) read as signed or unsigned integers; lo/ls/hi/hs are always unsigned.
+COMPARE = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "lo": lambda a, b: a < b, "ls": lambda a, b: a <= b,
+    "hi": lambda a, b: a > b, "hs": lambda a, b: a >= b,
+}
+UNSIGNED_COMPARE = {"lo", "ls", "hi", "hs"}
+
+
+@dataclass
+class Instruction:
+    """One PTX instruction: `@guard opcode operands;` as written, with its line number."""
+
+    opcode: str
+    operands: list[str]
+    line: int
+    guard: str | None = None            # a predicate register name
+    guard_negated: bool = False
+
+    @property
+    def parts(self) -> list[str]:
+        return self.opcode.split(".")
+
+    @property
+    def type_name(self) -> str:
+        return self.parts[-1]
+
+    @property
+    def width(self) -> int:
+        return int(self.type_name[1:])
+
+    def fail(self, message: str) -> PtxReferenceError:
+        return PtxReferenceError(f"line {self.line}: {self.opcode}: {message}")
+
+
+@dataclass
+class Kernel:
+    name: str
+    params: list[tuple[str, str]]       # (name, type such as "u64")
+    instructions: list[Instruction] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)   # label -> index of the next instruction
+
+
+ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.S)
+PARAM = re.compile(r"\.param\s+\.(\w+)\s+([\w$]+)")
+LABEL = re.compile(r"^([\w$]+):$")
+GUARD = re.compile(r"^@(!?)(%\w+)\s+")
+
+
+def strip_comment(line: str) -> str:
+    return line.split("//", 1)[0].strip()
+
+
+def parse_kernel(text: str) -> Kernel:
+    """The single `.entry` of `text`: its parameters, instructions and labels."""
+    entry = ENTRY.search(text)
+    if entry is None:
+        raise PtxReferenceError("no .entry in the PTX text")
+    params = [(match.group(2), match.group(1)) for match in PARAM.finditer(entry.group(2))]
+    kernel = Kernel(entry.group(1), params)
+    start_line = text.count("\n", 0, entry.end()) + 1
+    lines = text[entry.end():].split("\n")
+    for offset, raw in enumerate(lines):
+        line = strip_comment(raw)
+        number = start_line + offset
+        if not line or line in ("{", "}") or line.startswith("."):
+            continue
+        label = LABEL.match(line)
+        if label:
+            kernel.labels[label.group(1)] = len(kernel.instructions)
+            continue
+        if not line.endswith(";"):
+            raise PtxReferenceError(f"line {number}: expected an instruction ending in ';': {line}")
+        kernel.instructions.append(parse_instruction(line[:-1].strip(), number))
+    return kernel
+
+
+def parse_instruction(text: str, number: int) -> Instruction:
+    guard, negated = None, False
+    match = GUARD.match(text)
+    if match:
+        negated, guard = match.group(1) == "!", match.group(2)
+        text = text[match.end():]
+    opcode, _, rest = text.partition(" ")
+    operands = [operand.strip() for operand in rest.split(",")] if rest.strip() else []
+    return Instruction(opcode, operands, number, guard, negated)
+
+
+def parse_immediate(text: str) -> int | None:
+    text = text.rstrip("U")
+    negative = text.startswith("-")
+    digits = text[1:] if negative else text
+    try:
+        value = int(digits, 16) if digits.lower().startswith("0x") else int(digits, 10)
+    except ValueError:
+        return None
+    return -value if negative else value
+
+
+class Thread:
+    """The registers of one thread and the reading and writing of operands."""
+
+    def __init__(self, special: dict[str, int]):
+        self.special = special
+        self.registers: dict[str, int] = {}
+
+    def read(self, operand: str, width: int, instruction: Instruction) -> int:
+        if operand in self.special:
+            return self.special[operand] & mask(width)
+        if operand.startswith("%"):
+            if operand not in self.registers:
+                raise instruction.fail(f"{operand} is read before it is written")
+            value = self.registers[operand]
+            if isinstance(value, bool):
+                raise instruction.fail(f"{operand} is a predicate; a value is needed")
+            return value & mask(width)
+        value = parse_immediate(operand)
+        if value is None:
+            raise instruction.fail(f"cannot read operand {operand!r}")
+        return value & mask(width)
+
+    def predicate(self, name: str, instruction: Instruction) -> bool:
+        value = self.registers.get(name)
+        if not isinstance(value, bool):
+            raise instruction.fail(f"{name} is not a predicate that has been set")
+        return value
+
+    def write(self, name: str, value, width: int | None = None):
+        self.registers[name] = value if width is None else value & mask(width)
+
+
+class Machine:
+    """Global memory and parameters shared by the threads of one launch."""
+
+    def __init__(self, kernel: Kernel, memory: dict[int, int], params: dict[str, int],
+                 step_limit: int):
+        self.kernel = kernel
+        self.memory = memory
+        self.params = params
+        self.step_limit = step_limit
+
+    def address(self, operand: str, thread: Thread, instruction: Instruction) -> int:
+        match = re.fullmatch(r"\[\s*([%\w$]+)\s*(?:\+\s*(-?\w+))?\s*\]", operand)
+        if match is None:
+            raise instruction.fail(f"cannot read address {operand!r}")
+        base = thread.read(match.group(1), 64, instruction)
+        offset = parse_immediate(match.group(2)) if match.group(2) else 0
+        address = (base + offset) & mask(64)
+        if address % 4 or address not in self.memory:
+            raise instruction.fail(f"byte address {address} is not a word of memory")
+        return address
+
+    def run_thread(self, thread: Thread):
+        instructions, pc, steps = self.kernel.instructions, 0, 0
+        while True:
+            if pc >= len(instructions):
+                raise PtxReferenceError("a thread ran past the last instruction without ret")
+            steps += 1
+            if steps > self.step_limit:
+                raise StepLimitExceeded(f"a thread ran more than {self.step_limit} steps "
+                                        f"(at line {instructions[pc].line}): an endless loop?")
+            instruction = instructions[pc]
+            pc += 1
+            if instruction.guard is not None and \
+                    thread.predicate(instruction.guard, instruction) == instruction.guard_negated:
+                continue
+            if instruction.opcode == "ret":
+                return
+            if instruction.parts[0] == "bra":
+                target = instruction.operands[0]
+                if target not in self.kernel.labels:
+                    raise instruction.fail(f"unknown label {target}")
+                pc = self.kernel.labels[target]
+                continue
+            self.execute(instruction, thread)
+
+    def execute(self, instruction: Instruction, thread: Thread):
+        parts, ops = instruction.parts, instruction.operands
+        name, word = parts[0], instruction.type_name in ("u32", "b32", "s32")
+        if name == "ld" and parts[1] == "param":
+            param = ops[1].strip("[] ")
+            if param not in self.params:
+                raise instruction.fail(f"no parameter {param}")
+            thread.write(ops[0], self.params[param], instruction.width)
+        elif name == "ld" and parts[1] == "global" and word:
+            thread.write(ops[0], self.memory[self.address(ops[1], thread, instruction)])
+        elif name == "st" and parts[1] == "global" and word:
+            address = self.address(ops[0], thread, instruction)
+            self.memory[address] = thread.read(ops[1], 32, instruction)
+        elif name == "cvta" and parts[1:3] == ["to", "global"]:
+            thread.write(ops[0], thread.read(ops[1], 64, instruction), 64)
+        else:
+            execute_arithmetic(instruction, thread)
+
+
+def execute_arithmetic(instruction: Instruction, thread: Thread):
+    parts, ops = instruction.parts, instruction.operands
+    name, width, kind = parts[0], instruction.width, instruction.type_name[0]
+
+    def read(index: int, bits: int = width) -> int:
+        return thread.read(ops[index], bits, instruction)
+
+    if name == "mov":
+        thread.write(ops[0], read(1), width)
+    elif name == "not":
+        thread.write(ops[0], ~read(1), width)
+    elif name == "mul" and parts[1] == "wide":
+        a, b = read(1), read(2)
+        if kind == "s":
+            a, b = signed(a, width), signed(b, width)
+        thread.write(ops[0], a * b, 2 * width)
+    elif name == "mad" and parts[1] == "lo":
+        thread.write(ops[0], read(1) * read(2) + read(3), width)
+    elif name == "setp":
+        compare = parts[1]
+        if compare not in COMPARE or len(parts) != 3:
+            raise instruction.fail("unsupported comparison")
+        a, b = read(1), read(2)
+        if kind == "s" and compare not in UNSIGNED_COMPARE:
+            a, b = signed(a, width), signed(b, width)
+        thread.write(ops[0], bool(COMPARE[compare](a, b)))
+    elif name == "selp":
+        chosen = read(1) if thread.predicate(ops[3], instruction) else read(2)
+        thread.write(ops[0], chosen, width)
+    else:
+        operation = ".".join(parts[:2]) if name in ("mul",) else name
+        if operation not in BINARY or len(ops) != 3:
+            raise instruction.fail("not an instruction the reference evaluator knows")
+        b_width = 32 if name in ("shl", "shr") else width   # shift amounts are .u32
+        result = BINARY[operation](read(1), read(2, b_width), width, kind)
+        thread.write(ops[0], result, width)
+
+
+def layout(buffers: dict[str, list[int]]) -> tuple[dict[int, int], dict[str, int]]:
+    """Memory (byte address -> word) with the buffers one after another from address 0, as
+    docs/launch.md lays them out, and the byte address of each buffer."""
+    memory, addresses, word = {}, {}, 0
+    for name, values in buffers.items():
+        addresses[name] = 4 * word
+        for value in values:
+            memory[4 * word] = value & mask(32)
+            word += 1
+    return memory, addresses
+
+
+def run_ptx(text: str, grid: int, block: int, buffers: dict[str, list[int]], args: list,
+            step_limit: int = DEFAULT_STEP_LIMIT) -> dict[str, list[int]]:
+    """Run every thread of the launch; the buffers afterwards, as unsigned 32-bit words."""
+    kernel = parse_kernel(text)
+    if len(args) != len(kernel.params):
+        raise PtxReferenceError(f"kernel {kernel.name} takes {len(kernel.params)} arguments, "
+                                f"got {len(args)}")
+    memory, addresses = layout(buffers)
+    params = {}
+    for (name, type_name), arg in zip(kernel.params, args):
+        value = addresses[arg] if isinstance(arg, str) else arg
+        params[name] = value & mask(int(type_name[1:]))
+    machine = Machine(kernel, memory, params, step_limit)
+    for block_index in range(grid):
+        for thread_index in range(block):
+            special = {"%tid.x": thread_index, "%ntid.x": block, "%ctaid.x": block_index,
+                       "%nctaid.x": grid}
+            machine.run_thread(Thread(special))
+    return {name: [memory[addresses[name] + 4 * i] for i in range(len(values))]
+            for name, values in buffers.items()}
