@@ -8,18 +8,20 @@ A prompt puts the machine into a state; it never carries anything the machine co
     <bos>
     init:warp.b0 init:pc.b0 ... init:trap_lane.b0        record scratch, every slot once
     set.b0=00 ... set.b7=00                               staging scratch, every slot once,
-    set.b0=.. ... prog[0]  set.b0=.. prog[1] ...          then every state element, in design
-                                                          order, row-major, then registers
+    set.b0=.. ... prog[0]  set.b0=.. prog[1] ...          then every state element that is
+                                                          not 0, in design order, row-major,
+                                                          then registers
     <trace>                                               the model answers with record 0
 
 (`prompt_text` prints the staging scratch's first writes on the first commit's line.)
 
 A state write stages the value's bytes (`set.bK=VV`), restaging only the bytes that differ
 from what the staging scratch holds, then commits it with the token that names the element
-and index (qwengpu/trace/protocol.py states the guarantees the emitter may rely on).  Every
-element is written, also those that start at 0: an unwritten DeltaNet slot reads as the zero
-vector, not as the encoding of 0.  A launch's prompt is the state its loader sets up
-(`qwengpu.runtime.prompt.build_prompt`).
+and index (qwengpu/trace/protocol.py states the guarantees the emitter may rely on).  Only
+elements that are not 0 are written: `<bos>` writes the encoding of 0 into every slot of
+every store of a compiled machine (docs/state.md, "Initialisation"), so an element the
+prompt leaves out reads 0, as in the interpreter.  A launch's prompt is the state its loader
+sets up (`qwengpu.runtime.prompt.build_prompt`).
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ def state_prompt(protocol: TraceProtocol, state: dict[str, list[int]]) -> list[i
             if not 0 <= value < 1 << element.width:
                 raise ProtocolError(f"{commit_text(element.name, index)} = {value} does not "
                                     f"fit {element.width} bits")
+            if value == 0:                 # `<bos>` left 0 there
+                continue
             for byte in range(element.bytes):
                 wanted = value >> (8 * byte) & 0xFF
                 if staged[byte] != wanted:
@@ -79,6 +83,9 @@ def prompt_text(ids: list[int], protocol: TraceProtocol) -> str:
     lines, line = [], []
     for token_id in ids:
         token = protocol.describe(token_id)
+        if token.kind == "control" and line:       # staged bytes no commit followed
+            lines.append(" ".join(line))
+            line = []
         line.append(token.text)
         last_init = token.kind == "init" and token.slot == len(protocol.record_slots) - 1
         if token.kind in ("commit", "control") or last_init:

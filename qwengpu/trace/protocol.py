@@ -54,7 +54,8 @@ index) reads them back, like the token that closes a record.  `qwengpu.trace.pro
 guarantees: every staging slot and every record-scratch slot is written before the first
 commit; before each commit the staged bytes 0 .. ceil(width/8)-1 hold exactly the value (bits
 above the element's width are 0); a byte is restaged only when it differs from what the
-staging slot holds; every state element of the design is committed exactly once.
+staging slot holds; every state element that is not 0 is committed exactly once, and
+every other one reads the 0 that `<bos>` wrote.
 """
 
 from __future__ import annotations

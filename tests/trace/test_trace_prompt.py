@@ -1,7 +1,7 @@
 """Prompts of any machine state (qwengpu/trace/prompt.py): `state_prompt` on small machines
 against prompts written out by hand from the layout in the module docstring (scratch
 initialisation, little-endian staging that restages only changed bytes, one commit per
-element), `prompt_text`, `simulator_state` and `check_protocol`.  The launch prompt built on
+element that is not 0), `prompt_text`, `simulator_state` and `check_protocol`.  The launch prompt built on
 top of these is tested in tests/runtime/test_prompt.py.  (The file is not called
 test_prompt.py: that name is tests/runtime's, and pytest imports test files by base name.)"""
 
@@ -44,16 +44,23 @@ def test_tiny_prompt_stages_words_little_endian():
     state = {"prog": [0x1234, 0x1200] + [0] * 14, "regs": [0, 7, 0, 0], "pc": [3],
              "halted": [0]}
     lines = prompt_text(state_prompt(protocol, state), protocol).splitlines()
-    assert lines[:6] == [
+    assert lines == [
         "<bos>",
         "init:pc.b0 init:op.b0 init:rd.b0 init:value.b0",     # the record's fields, in order
         "set.b0=00 set.b1=00 set.b0=34 set.b1=12 prog[0]",   # u16 words: two staging bytes
         "set.b0=00 prog[1]",                                  # byte 1 still holds 12
-        "set.b1=00 prog[2]",
-        "prog[3]",
+        "set.b0=07 regs[1]",                                  # what is 0 is not written:
+        "set.b0=03 pc",                                       # <bos> left 0 everywhere
+        "<trace>",
     ]
-    assert lines[17:] == ["prog[15]", "regs[0]", "set.b0=07 regs[1]", "set.b0=00 regs[2]",
-                          "regs[3]", "set.b0=03 pc", "set.b0=00 halted", "<trace>"]
+
+
+def test_a_state_of_zeros_is_the_scratch_alone():
+    design, protocol = machine("tiny")
+    state = {"prog": [0] * 16, "regs": [0] * 4, "pc": [0], "halted": [0]}
+    assert prompt_text(state_prompt(protocol, state), protocol).splitlines() == [
+        "<bos>", "init:pc.b0 init:op.b0 init:rd.b0 init:value.b0", "set.b0=00 set.b1=00",
+        "<trace>"]
 
 
 def test_state_prompt_refuses_incomplete_or_wide_state(protocol):

@@ -49,8 +49,9 @@ from typing import Callable, Iterable, Mapping, Sequence, Union
 
 import torch
 
+from qwengpu.backend_torch.cubes import disjoint_cubes
 from qwengpu.backend_torch.gadgets.core import Form, const, entries, is_value, put
-from qwengpu.backend_torch.residual import ONE_DIM, Group, Live, Word
+from qwengpu.backend_torch.residual import BINARY, ONE_DIM, Group, Live, Word
 
 CONV_KERNEL = 4
 INIT_WINDOW = CONV_KERNEL     # init tokens at the start of a launch: a full conv window
@@ -110,6 +111,14 @@ class When:
 
     def form(self) -> Form:
         return entries(self.group, self.values)
+
+    def shortfall(self) -> int:
+        """How far below 1 `form` can fall: 1 for a one-hot group (it is 0 or 1), the number
+        of bits a binary group's cube fixes (`cube_form` goes down to `1 - len(cube)`)."""
+        if self.group.kind != BINARY:
+            return 1
+        cube = disjoint_cubes(set(self.values), range(self.group.count), self.group.size)[0]
+        return max(len(cube), 1)
 
 
 def when(group: Group, *values: int) -> When:
@@ -312,10 +321,15 @@ class Memory:
         return MixerCost(self.name, LINEAR_ATTENTION, len(heads), dims)
 
     def _init_form(self, drive: MixerDrive) -> Form:
+        """On an init token, lift every slot's key channel by the most its address terms can
+        fall short of hot: 1 for a one-hot group, `size` for a binary group (`is_value` of a
+        binary group goes down to `1 - size`), so that every slot is written whatever the
+        address holds; `_beta_form` does the same for the write conditions."""
         if self.init is None:
             return Form()
-        groups = max(len(self.address.groups), 1)
-        return is_value(self.init, 1) * (drive.key_gain * groups)
+        shortfall = sum(group.size if group.kind == BINARY else 1
+                        for group in self.address.groups)
+        return is_value(self.init, 1) * (drive.key_gain * max(shortfall, 1))
 
     def _beta_form(self, drive: MixerDrive) -> Form:
         conditions = list(self.write_when)
@@ -323,8 +337,9 @@ class Memory:
         for condition in conditions:
             form = form + condition.form() * (2 * drive.beta)
         form = form + const(-drive.beta * (2 * len(conditions) - 1))
-        if self.init is not None:
-            form = form + is_value(self.init, 1) * (2 * drive.beta * max(len(conditions), 1))
+        if self.init is not None:       # lift the worst case of every condition to beta
+            shortfall = sum(condition.shortfall() for condition in conditions)
+            form = form + is_value(self.init, 1) * (2 * drive.beta * max(shortfall, 1))
         return form
 
 

@@ -15,8 +15,8 @@ import torch
 from qwengpu.backend_torch.gadgets.memory import INIT_WINDOW, Memory, address, fixed_address, \
     latch, pair_address, when
 from qwengpu.backend_torch.model import FULL, LINEAR, decode_logits, prefill_logits
-from qwengpu.backend_torch.residual import ResidualLayout, decode_many, decode_word_many, \
-    deviation
+from qwengpu.backend_torch.residual import BINARY, ResidualLayout, decode_many, \
+    decode_word_many, deviation
 
 
 def residuals(model, count, layers=(0,)):
@@ -140,6 +140,33 @@ def test_write_then_read_same_token(mixer, dtype_name):
     check_reads(at_layer(residuals(model, len(sequence)), 0), out, expected, dtype_name,
                 mixer.BOUNDS[dtype_name])
 
+
+
+def test_init_reaches_every_slot_of_a_binary_address(mixer, dtype_name):
+    """The init token writes 0 into every slot whatever its binary address and write
+    condition hold (a binary form falls below 0 by up to its bits, not by 1 as a one-hot
+    one): slots far from the init token's address and a condition that mismatches in every
+    bit still read 0 afterwards, so a prompt may leave them out (docs/state.md)."""
+    layout = ResidualLayout(320)
+    init = layout.alloc_bit("init")
+    mode, addr = layout.alloc("mode", 3, kind=BINARY), layout.alloc("addr", 3, kind=BINARY)
+    value, read = layout.alloc_word("value"), layout.alloc("read", 16)
+    live = list(layout.groups.values())
+    out = layout.alloc_word("out")
+    memory = Memory("m", address(addr), [value], [when(mode, 5)], init)
+    # on the init tokens the condition mode == 5 (0b101) is false in all 3 bits (mode 0b010)
+    launch = {init: 1, mode: 2, addr: 0, value: 0x5A5A5A5A, read: 0}
+    sequence = [launch] * INIT_WINDOW + [
+        {init: 0, mode: 5, addr: 7, value: 0xDEADBEEF, read: 7},      # far from address 0
+        {init: 0, mode: 2, addr: 3, value: 0x12345678, read: 7},      # condition false
+        {init: 0, mode: 4, addr: 3, value: 0x12345678, read: 3},      # false in one bit
+    ] + [{init: 0, mode: 0, addr: 0, value: 0, read: slot} for slot in range(7)]
+    expected = [0x5A5A5A5A] * INIT_WINDOW + [0xDEADBEEF, 0xDEADBEEF, 0x5A5A5A5A] + \
+        [0x5A5A5A5A] * 7
+    model = mixer.model(layout, [LINEAR, FULL], mixer.DTYPES[dtype_name], sequence, heads=4)
+    memory.install(model, 0, [1], layout.rms(live), address(read), [out])
+    check_reads(at_layer(residuals(model, len(sequence)), 0), out, expected, dtype_name,
+                mixer.BOUNDS[dtype_name])
 
 def test_latch_and_taps(mixer, dtype_name):
     """A latch keeps the latest value written by tokens of one kind; a memory whose value is
