@@ -14,7 +14,7 @@ def test_tokens_per_kernel_and_record_kind(capsys):
             if line.startswith(("serial_mad ", "out_of_bounds "))}
     # the trace's length as the protocol encodes the interpreter's records, <eos> included
     # (docs/trace.md, "Records"); the prompt of serial_mad's launch
-    assert rows["serial_mad"][1:6] == ["|", "13", "201", "15.5", "1172"]
+    assert rows["serial_mad"][1:6] == ["|", "13", "201", "15.5", "133"]
     # a trap ends the trace as a stop does: 10 records and <eos>
     assert rows["out_of_bounds"][1:5] == ["|", "10", "271", "27.1"]
     assert "too_big refused: " in out and "needs 22 registers" in out
