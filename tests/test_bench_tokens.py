@@ -14,9 +14,9 @@ def test_tokens_per_kernel_and_record_kind(capsys):
             if line.startswith(("serial_mad ", "out_of_bounds "))}
     # the trace's length as the protocol encodes the interpreter's records, <eos> included
     # (docs/trace.md, "Records"); the prompt of serial_mad's launch
-    assert rows["serial_mad"][1:6] == ["|", "13", "201", "15.5", "133"]
+    assert rows["serial_mad"][1:6] == ["|", "13", "162", "12.5", "130"]
     # a trap ends the trace as a stop does: 10 records and <eos>
-    assert rows["out_of_bounds"][1:5] == ["|", "10", "271", "27.1"]
+    assert rows["out_of_bounds"][1:5] == ["|", "10", "241", "24.1"]
     assert "too_big refused: " in out and "needs 22 registers" in out
-    assert "2 kernels, 23 records, 472 trace tokens: 20.5 tokens per record" in out
+    assert "2 kernels, 23 records, 403 trace tokens: 17.5 tokens per record" in out
     assert "costliest record kinds (most tokens, mean): " in out

@@ -187,8 +187,7 @@ def lm_head_table(plan: Plan, groups: dict[str, Group], hidden: int, final_rms: 
         if token.kind == "field":
             row[kind.dim(token.slot)] = unit
             row[lo.dim(token.value & 15)] = unit
-            spec = protocol.field_by_name[token.name]
-            if spec.width - 8 * token.byte > 4:
+            if protocol.slot_digits(token.slot)[1] is not None:     # a high digit
                 row[hi.dim(token.value >> 4)] = unit
             else:
                 row[hi.start:hi.stop] = unit

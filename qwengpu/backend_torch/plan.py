@@ -127,6 +127,14 @@ def field_lanes(graph: Graph) -> dict[str, int]:
     return {n.state: n.lane for _, n in graph.items() if n.op == "field" and n.lane is not None}
 
 
+def position_lane(protocol: TraceProtocol, lanes: dict[str, int], position: int) -> int:
+    """The lane of the field(s) at record position `position` (0: none, a port token)."""
+    if position >= len(protocol.record_slots):
+        return 0
+    names = [protocol.record_slots[position][0], protocol.slot_pair.get(position)]
+    return max((lanes[name] for name in names if name in lanes), default=0)
+
+
 def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
     """What each embedding value holds on token `token_id` (see `_embedding`)."""
     protocol = plan.protocol
@@ -156,9 +164,7 @@ def embedding_values(plan: Plan, token_id: int) -> dict[str, int]:
         held[NORM_ANCHOR] = 1
     if "tok.lane" in plan.values:
         # the lane of the field emitted next; 0 before a port token or the end of launch
-        slots = protocol.record_slots
-        name = slots[held["tok.next"]][0] if held["tok.next"] < len(slots) else None
-        held["tok.lane"] = field_lanes(plan.graph).get(name, 0)
+        held["tok.lane"] = position_lane(protocol, field_lanes(plan.graph), held["tok.next"])
     return held
 
 
@@ -180,27 +186,34 @@ class _Builder:
     def scratch(self) -> None:
         plan, p = self.plan, self.protocol
         fields = {n.state: n for _, n in self.graph.items() if n.op == "field"}
+        lanes = field_lanes(self.graph)
+        for slot, second in p.slot_pair.items():
+            first = p.record_slots[slot][0]
+            if first in lanes and second in lanes and lanes[first] != lanes[second]:
+                raise HdlError(f"record fields {first} and {second} share a token, but "
+                               f"fold-lanes computes them on lanes {lanes[first]} and "
+                               f"{lanes[second]} (one token is emitted on one lane)",
+                               fields[second].loc if second in fields else None)
         record_slots = []
-        for slot, (name, byte) in enumerate(p.record_slots):
-            spec = p.field_by_name[name]
+        for slot in range(len(p.record_slots)):
             regions, digits = [], []
             for half, source in ((0, "tok.lo"), (1, "tok.hi")):
-                bits = _digit_bits(spec.width, 2 * byte + half)
-                if not bits:
+                place = p.slot_digits(slot)[half]      # (field, digit) of this token digit
+                if place is None:
                     continue
-                value = plan.value(f"scr.{name}.b{byte}.{'lo' if half == 0 else 'hi'}",
+                name, digit = place
+                bits = _digit_bits(p.field_by_name[name].width, digit)
+                value = plan.value(f"scr.{name}.b{digit // 2}.{'hi' if digit % 2 else 'lo'}",
                                    1 << bits)
                 regions.append((source, 1 << bits, value))
-                digits.append((value, 2 * byte + half))
-            for value, digit in digits:
+                digits.append((name, value, digit))
+            for name, value, digit in digits:
                 self.field_input_digit[(name, digit)] = value
-            node = fields.get(name)
-            if node is not None and node.lane is None:   # folded digits serve every lane
-                for value, digit in digits:
-                    if digit < len(node.args):
-                        self.field_digit.setdefault(node.args[digit], value)
+                node = fields.get(name)
+                if node is not None and node.lane is None and digit < len(node.args):
+                    self.field_digit.setdefault(node.args[digit], value)   # every lane's
             record_slots.append((slot, regions))
-            plan.slot_digits.append(digits)
+            plan.slot_digits.append([(value, digit) for _, value, digit in digits])
         self._scratch_op("record_scratch", "tok.rslot", record_slots)
         stage_slots = []
         for byte in range(p.stage_bytes):
@@ -475,8 +488,7 @@ class _Builder:
         slots, lanes = p.tokens_per_record, field_lanes(self.graph)
 
         def lane_at(position: int) -> int:
-            return lanes.get(p.record_slots[position][0], 0) \
-                if position < len(p.record_slots) else 0
+            return position_lane(p, lanes, position)
 
         position_arms, lane_arms, fixed = [], [], {}
         for following in range(slots):
@@ -540,9 +552,10 @@ class _Builder:
         for half, label in ((0, "lo"), (1, "hi")):
             out = plan.value(f"next.{label}", 16)
             arms = []
-            for slot, (name, byte) in enumerate(p.record_slots):
-                digits = self.fields.get(name, [])
-                digit = 2 * byte + half
+            for slot in range(len(p.record_slots)):
+                place = p.slot_digits(slot)[half]
+                digits = self.fields.get(place[0], []) if place else []
+                digit = place[1] if place else len(digits)
                 arms.append(((slot,), digits[digit] if digit < len(digits) else ("c", 0)))
             operands = [("v", following)] + [a for _, a in arms]
             plan.add(Op(out, Choose(("v", following), tuple(arms), ("c", 0)),

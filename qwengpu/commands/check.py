@@ -116,6 +116,7 @@ def summarize(design: Design) -> str:
     lines += ["", f"record ({len(design.record)} fields, {design.record_bits} bits)"]
     lines += _wrapped("  ", [f"{f.name}:u{f.width}" + ("" if f.when is None else
                                                          f" (when {f.condition_text()})")
+                             + (" (in the token before)" if f.packed else "")
                              for f in design.record])
 
     reads = sum(1 for node in design.nodes if node.op == "read")

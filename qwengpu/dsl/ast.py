@@ -153,6 +153,7 @@ class EmitField:
     loc: Location
     when: str | None = None
     when_loc: Location | None = None
+    packed: bool = False         # the second of `emit (a, b)`: in the high digit of a's token
 
 
 @dataclass(frozen=True)

@@ -224,7 +224,7 @@ class Elaborator(ExpressionElaborator):
             return
         index = tuple(self._array_index(i) for i in s.target.indices)
         if not isinstance(value, Signal):
-            raise HdlError(f"an array element must be a scalar signal"
+            raise HdlError("an array element must be a scalar signal"
                            + (f"; give {name} a type" if isinstance(value, Const) else ""),
                            s.value.loc)
         array = self.scope.lookup(name)
@@ -281,7 +281,7 @@ class Elaborator(ExpressionElaborator):
     def _stmt_emit(self, s: ast.Emit) -> None:
         if self.mode != "stage":
             raise HdlError("a function cannot emit record fields", s.loc)
-        for field in s.fields:
+        for number, field in enumerate(s.fields):
             value = self.expr(field.value)
             if isinstance(value, Const):
                 raise HdlError(f"cannot tell the width of record field {field.name} (constant "
@@ -292,6 +292,11 @@ class Elaborator(ExpressionElaborator):
                     raise HdlError(f"record field {field.name}: only one-dimensional arrays "
                                    f"can be emitted", field.loc)
                 named = [(f"{field.name}{i}", v) for i, v in enumerate(value.items)]
+                paired = field.packed or number + 1 < len(s.fields) and \
+                    s.fields[number + 1].packed
+                if paired:
+                    raise HdlError(f"record field {field.name} is an array: `emit (a, b)` "
+                                   "pairs two single fields", field.loc)
             else:
                 named = [(field.name, value)]
             conditions = self._emit_conditions(field, len(named))
@@ -300,8 +305,24 @@ class Elaborator(ExpressionElaborator):
                     raise HdlError(f"record field {name} is already emitted "
                                    f"(at {self.record_locs[name]})", field.loc)
                 self.record_locs[name] = field.loc
+                packed = field.packed and self._pair_fits(self.design.record[-1], name,
+                                                          signal.width, field)
                 self.design.record.append(RecordField(name, signal.node, signal.width,
-                                                      field.loc, when, bit))
+                                                      field.loc, when, bit, packed))
+
+    @staticmethod
+    def _pair_fits(first: RecordField, name: str, width: int, field: ast.EmitField) -> bool:
+        """`emit (a, b)`: one token holds a in its low hex digit and b in its high one, so
+        both must be single fields that every record has; a pair wider than 4 bits a field
+        (`active`, `exec` of an 8-lane machine) stays two fields, so that a spec holds for
+        every value of its parameters."""
+        for what, when, loc in ((first.name, first.when, first.loc),
+                                (name, field.when, field.loc)):
+            if when is not None:
+                raise HdlError(f"`emit ({first.name}, {name})`: the two fields of one token "
+                               f"must be in every record, but {what} is present `when "
+                               f"{when}`", loc)
+        return first.width <= 4 and width <= 4
 
     def _emit_conditions(self, field: ast.EmitField, elements: int
                          ) -> list[tuple[str | None, int | None]]:

@@ -95,13 +95,16 @@ class RecordField:
     """A field of the record.  An optional field (`emit f = v when c`) is present only when
     field `when` (emitted earlier, itself always present) holds: bit `when_bit` of it, or
     any bit when `when_bit` is None; an absent field reads 0 (docs/hdl.md, "Optional
-    fields")."""
+    fields").  A `packed` field is the second of `emit (a, b)`: it has no token of its own
+    but rides in the high hex digit of the token of the field before it (docs/hdl.md,
+    "Two fields in one token")."""
     name: str
     node: int
     width: int
     loc: Location | None = None
     when: str | None = None
     when_bit: int | None = None
+    packed: bool = False
 
     def present(self, values: dict[str, int]) -> bool:
         return field_present(self.when, self.when_bit, values)
@@ -216,8 +219,9 @@ def format_design(design: Design, with_locations: bool = True) -> str:
         lines.append(f"write {write.state}{index} <= %{write.data} when %{write.enable}{where}")
     for record_field in design.record:
         when = "" if record_field.when is None else f" when {record_field.condition_text()}"
+        packed = " (in the token before)" if record_field.packed else ""
         lines.append(f"emit {record_field.name} = %{record_field.node}"
-                     f" : {_type_name(record_field.width)}{when}")
+                     f" : {_type_name(record_field.width)}{when}{packed}")
     if design.stop is not None:
         lines.append(f"stop when %{design.stop}")
     return "\n".join(lines) + "\n"

@@ -9,6 +9,8 @@ at the end of a `param`, `const`, `memory` or `register` line is kept as that de
 
 from __future__ import annotations
 
+import dataclasses
+
 from functools import lru_cache
 from pathlib import Path
 
@@ -224,7 +226,9 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def emit_stmt(self, meta, children):
-        return ast.Emit(tuple(children), self._loc(meta))
+        fields = [field for child in children
+                  for field in (child if isinstance(child, tuple) else (child,))]
+        return ast.Emit(tuple(fields), self._loc(meta))
 
     @v_args(meta=True)
     def emit_field(self, meta, children):
@@ -233,6 +237,11 @@ class _ToAst(Transformer):
         value = rest[0] if rest else ast.Name(str(name), self._token_loc(name))
         return ast.EmitField(str(name), value, self._loc(meta), when and str(when),
                              when and self._token_loc(when))
+
+    def emit_pair(self, children):
+        """`(a, b)`: two small always-present fields in one token (docs/hdl.md)."""
+        first, second = children
+        return (first, dataclasses.replace(second, packed=True))
 
     def emit_when(self, children):
         return children[0]

@@ -176,6 +176,10 @@ class LockstepChecker:
         name, byte = expected.name, expected.byte
         if got is None or got.kind != "field" or got.slot != expected.slot:
             self._fail(name, self._record[name], got.text if got else f"token id {token_id}")
+        if expected.pair is not None:             # two fields in one token: name the one
+            for field, bits in protocol.field_values(got):
+                if bits != self._record[field]:
+                    self._fail(field, self._record[field], bits)
         value = (self._record[name] & ((1 << 8 * byte) - 1)) | got.value << (8 * byte)
         self._differing = (name, byte, value)
         self._continue_difference(None)

@@ -60,17 +60,20 @@ class TraceDecoder:
             return "nothing (the launch has ended)"
         record = len(self.records)
         if self._slot == 0:
-            name = self.protocol.record_slots[0][0]
-            return f"{name}.b0=.. (the start of record {record}) or <eos>"
+            return f"{self.protocol.slot_pattern(0)} (the start of record {record}) or <eos>"
         fields = len(self.protocol.record_slots)
         if self._slot >= fields:
             port = self._slot - fields + 1
             return f"commit:port{port} (write port {port} of record {record})"
         name, byte = self.protocol.record_slots[self._slot]
         field = self.protocol.field_by_name[name]
+        pattern = self.protocol.slot_pattern(self._slot)
+        if self._slot in self.protocol.slot_pair:
+            return f"{pattern} (fields {name} and {self.protocol.slot_pair[self._slot]} of " \
+                f"record {record})"
         why = "" if field.when is None or byte else \
             f"; {name} is present: {field.condition_text()} holds"
-        return f"{name}.b{byte}=.. (byte {byte} of field {name} of record {record}{why})"
+        return f"{pattern} (byte {byte} of field {name} of record {record}{why})"
 
     def _absent(self, token) -> str:
         """Why a field token is out of place, when its field is absent from this record."""
@@ -104,8 +107,8 @@ class TraceDecoder:
             raise DecodeError(f"position {position}: expected {self.expected()}, got "
                               f"{what}{self._absent(token)}")
         if token.kind == "field":
-            self._partial[token.name] = self._partial.get(token.name, 0) | \
-                token.value << (8 * token.byte)
+            for name, bits in protocol.field_values(token):
+                self._partial[name] = self._partial.get(name, 0) | bits
         self._slot = protocol.next_position(self._slot, self._partial)
         self.position += 1
         self._tokens += 1

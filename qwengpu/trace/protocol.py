@@ -23,7 +23,10 @@ Token kinds, in id order (ids are dense, 0 .. vocab_size-1, fixed by the design 
   (end of launch, the checkpoint's `eos_token_id`).  There is no end-of-record token.
 - `field`: one token per (record field, byte, value).  A field of `width` bits is
   `ceil(width/8)` bytes, little-endian; byte `b` has `2**min(8, width - 8b)` values.  Text
-  `{field}.b{byte}={value:02x}`, e.g. `rval2.b1=3f`.  A record is its fields' bytes in emit
+  `{field}.b{byte}={value:02x}`, e.g. `rval2.b1=3f`.  A *pair* (`emit (a, b)`, two fields
+  of at most 4 bits in every record) is one slot whose tokens hold a in the low hex digit
+  and b (`packed`) in the high one: one token per (a, b), text `{a}={a:x},{b}={b:x}`, e.g.
+  `active=f,exec=3`, value `a | b << 4` (`pair` names b).  A record is its fields' bytes in emit
   order (`record_slots`), then its port tokens.  The tokens of the last slot
   (`closes_record`) close the record: their pass commits write port 0 of every store.
 - `port`: one token per write port k = 1 .. `write_ports`-1, text `commit:port{k}`: its pass
@@ -90,6 +93,7 @@ class FieldSpec:
     width: int
     when: str | None = None
     when_bit: int | None = None
+    packed: bool = False            # the second of a pair: in the previous field's token
 
     def present(self, values: dict[str, int]) -> bool:
         """Whether the field is in a record whose earlier fields hold `values`."""
@@ -150,15 +154,26 @@ class Token:
                                      # record position
     closes_record: bool = False      # field tokens of the last record slot
     port: int | None = None          # port: the write port its pass commits
+    pair: str | None = None          # field token of a pair: the field in its high digit
 
 
 def _field_from_json(entry: list) -> FieldSpec:
-    """`[name, width]`, or `[name, width, when, bit]` for an optional field (bit null: any)."""
+    """`[name, width]`, `[name, width, when, bit]` for an optional field (bit null: any), or
+    `[name, width, null, null, true]` for the second field of a pair."""
     name, width, *condition = entry
+    if len(condition) == 3 and condition == [None, None, True]:
+        return FieldSpec(str(name), int(width), packed=True)
     if condition:
         when, bit = condition
         return FieldSpec(str(name), int(width), str(when), None if bit is None else int(bit))
     return FieldSpec(str(name), int(width))
+
+
+def _field_to_json(field: FieldSpec) -> list:
+    if field.packed:
+        return [field.name, field.width, None, None, True]
+    return [field.name, field.width] + ([] if field.when is None else
+                                        [field.when, field.when_bit])
 
 
 def _port_when_from_json(entries: list | None) -> list | None:
@@ -200,8 +215,12 @@ class TraceProtocol:
         self.field_by_name = {f.name: f for f in self.fields}
         self._check_conditions()
         self.state_by_name = {s.name: s for s in self.state}
-        self.record_slots = tuple((f.name, b) for f in self.fields for b in range(f.bytes))
+        self.record_slots = tuple((f.name, b) for f in self.fields if not f.packed
+                                  for b in range(f.bytes))
         self._slot_index = {slot: position for position, slot in enumerate(self.record_slots)}
+        # the slot of each pair's first field -> the field in its high digit
+        self.slot_pair = {self._slot_index[self.fields[number - 1].name, 0]: f.name
+                          for number, f in enumerate(self.fields) if f.packed}
         self.tokens_per_record = len(self.record_slots) + write_ports - 1
         self.stage_bytes = max((s.bytes for s in self.state), default=1)
         self.tokens: list[Token] = []
@@ -213,6 +232,13 @@ class TraceProtocol:
     def _check_conditions(self) -> None:
         seen: dict[str, FieldSpec] = {}
         for number, field in enumerate(self.fields):
+            if field.packed:
+                first = self.fields[number - 1] if number else None
+                if first is None or first.packed or any(
+                        f.width > 4 or f.when is not None for f in (first, field)):
+                    raise ProtocolError(f"{self.design_name}: field {field.name} shares the "
+                                        "token of the field before it, which needs two "
+                                        "fields of at most 4 bits in every record")
             if field.when is not None:
                 condition = seen.get(field.when)
                 if condition is None or condition.when is not None or number in \
@@ -250,6 +276,30 @@ class TraceProtocol:
         bits = self.port_when[position - len(self.record_slots)]
         return list(dict.fromkeys(name for name, _ in bits or ()))
 
+    def slot_digits(self, slot: int) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+        """The (field, hex digit) that record slot `slot`'s low and high token digits hold
+        (None: the token has no such digit, its field is narrower)."""
+        name, byte = self.record_slots[slot]
+        width = self.field_by_name[name].width
+        low = (name, 2 * byte) if 8 * byte < width else None
+        if slot in self.slot_pair:
+            return low, (self.slot_pair[slot], 0)
+        return low, (name, 2 * byte + 1) if 8 * byte + 4 < width else None
+
+    def slot_pattern(self, slot: int) -> str:
+        """How the tokens of record slot `slot` read, for messages: `pc.b0=..`, or
+        `active=.,exec=.` for a pair."""
+        name, byte = self.record_slots[slot]
+        pair = self.slot_pair.get(slot)
+        return f"{name}=.,{pair}=." if pair is not None else f"{name}.b{byte}=.."
+
+    def field_values(self, token: Token) -> list[tuple[str, int]]:
+        """What a field token says: (field, its bits at their place in the field's value),
+        one for a byte of a field, two for a pair."""
+        if token.pair is not None:
+            return [(token.name, token.value & 15), (token.pair, token.value >> 4)]
+        return [(token.name, token.value << (8 * token.byte))]
+
     def present_at(self, position: int, values: dict[str, int]) -> bool:
         """Whether record position `position` is in a record whose fields hold `values`."""
         if position < len(self.record_slots):
@@ -259,7 +309,8 @@ class TraceProtocol:
 
     @classmethod
     def from_design(cls, design: Design) -> "TraceProtocol":
-        fields = [FieldSpec(f.name, f.width, f.when, f.when_bit) for f in design.record]
+        fields = [FieldSpec(f.name, f.width, f.when, f.when_bit, f.packed)
+                  for f in design.record]
         state = [StateSpec(m.name, "memory", tuple(m.shape), m.width)
                  for m in design.memories.values()]
         state += [StateSpec(r.name, "register", (), r.width) for r in design.registers.values()]
@@ -279,10 +330,20 @@ class TraceProtocol:
             self._add("control", text, text)
         last_slot = len(self.record_slots) - 1
         for slot, (name, byte) in enumerate(self.record_slots):
+            closes = slot == last_slot
+            pair = self.slot_pair.get(slot)
+            if pair is not None:
+                for high in range(1 << self.field_by_name[pair].width):
+                    for low in range(1 << self.field_by_name[name].width):
+                        self._add("field", name, f"{name}={low:x},{pair}={high:x}", byte=0,
+                                  value=low | high << 4, slot=slot, closes_record=closes,
+                                  pair=pair)
+                continue
             for value in range(self.field_by_name[name].byte_values(byte)):
                 self._add("field", name, f"{name}.b{byte}={_hex(value)}", byte=byte,
-                          value=value, slot=slot, closes_record=slot == last_slot)
-        self._field_base = {slot: self._ids[f"{name}.b{byte}=00"]
+                          value=value, slot=slot, closes_record=closes)
+        self._field_base = {slot: self._ids[f"{name}.b{byte}=00" if slot not in self.slot_pair
+                                            else f"{name}=0,{self.slot_pair[slot]}=0"]
                             for slot, (name, byte) in enumerate(self.record_slots)}
         for port in range(1, self.write_ports):
             self._add("port", f"port{port}", f"commit:port{port}", port=port,
@@ -318,10 +379,18 @@ class TraceProtocol:
             raise ProtocolError(f"{text!r} is not a token of {self.design_name}") from None
 
     def field_token(self, name: str, byte: int, value: int) -> int:
+        """The token of byte `byte` of field `name` holding `value`; of a pair's first field,
+        `value` is the token's byte, `first | second << 4`."""
         field = self.field_by_name.get(name)
-        if field is None or not (0 <= byte < field.bytes and 0 <= value < field.byte_values(byte)):
-            raise ProtocolError(f"field {name} has no byte {byte} with value {value}")
-        return self._field_base[self._slot_index[name, byte]] + value
+        slot = self._slot_index.get((name, byte))
+        pair = self.slot_pair.get(slot)
+        if pair is not None:
+            low, high = value & 15, value >> 4
+            if low < 1 << field.width and high < 1 << self.field_by_name[pair].width:
+                return self._field_base[slot] + (high << field.width) + low
+        elif field is not None and slot is not None and 0 <= value < field.byte_values(byte):
+            return self._field_base[slot] + value
+        raise ProtocolError(f"field {name} has no byte {byte} with value {value}")
 
     def init_token(self, name: str, byte: int) -> int:
         return self.token_id(f"init:{name}.b{byte}")
@@ -346,7 +415,7 @@ class TraceProtocol:
         present fields, then its port tokens (`tokens_per_record` ids when every field is
         present).  An absent field must hold 0 (it reads 0)."""
         ids = []
-        for field in self.fields:
+        for number, field in enumerate(self.fields):
             value = record[field.name]
             if not 0 <= value < (1 << field.width):
                 raise ProtocolError(f"record field {field.name} = {value} does not fit "
@@ -356,6 +425,10 @@ class TraceProtocol:
                     raise ProtocolError(f"record field {field.name} is absent ("
                                         f"{field.condition_text()} does not hold) but is {value}")
                 continue
+            if field.packed:                   # in the previous field's token
+                continue
+            if number + 1 < len(self.fields) and self.fields[number + 1].packed:
+                value |= record[self.fields[number + 1].name] << 4
             for byte in range(field.bytes):
                 ids.append(self.field_token(field.name, byte, value >> (8 * byte) & 0xFF))
         return ids + [self.port_token(port) for port in range(1, self.write_ports)
@@ -403,8 +476,7 @@ class TraceProtocol:
                                   for bits in self.port_when]}
                    if any(bits is not None for bits in self.port_when) else {}),
                 "control": {text: self._ids[text] for text in CONTROL_TOKENS},
-                "fields": [[f.name, f.width] + ([] if f.when is None else [f.when, f.when_bit])
-                           for f in self.fields],
+                "fields": [_field_to_json(f) for f in self.fields],
                 "state": [{"name": s.name, "kind": s.kind, "shape": list(s.shape),
                            "width": s.width} for s in self.state]}
 

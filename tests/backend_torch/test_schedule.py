@@ -176,17 +176,19 @@ def test_the_full_machine_schedules_into_45_layers_at_min():
     heads against units (a DeltaNet head costs each residual dim 642 weights, an MLP unit 3):
     the layers get the fewest heads that hold the plan, layer 0's 13 scratch heads, where
     taking the fewest units first needed 28 (2.27 G weights in the layers, then 1.43 G; 1.53 G
-    since optional record fields: the tables that pick the next position widen layer 1)."""
+    since optional record fields: the tables that pick the next position widen layer 1; 1.66 G
+    since the pairs of small fields in one token: the emission's high digit has more arms,
+    and the greedy schedule peaks 108 dims higher)."""
     schedule = compile_plan("specs/qwengpu.hdl", "min", encoding="binary").schedule
     target = schedule.target
     assert schedule.layers_used <= NUM_LAYERS
-    assert schedule.plan.protocol.tokens_per_record == 54         # at most: optional fields
+    assert schedule.plan.protocol.tokens_per_record == 51         # at most: optional fields
     assert target.hidden_size <= 2048
     scratch_heads = sum(op.heads for op in schedule.plan.ops if op.region == "scratch")
     assert target.linear_heads == scratch_heads == 13
     layer_weights = (NUM_LAYERS - 1) * target.hidden_size * (
         642 * target.linear_heads + 3 * target.intermediate_size)
-    assert layer_weights < 1.6e9
+    assert layer_weights < 1.7e9
     onehot = compile_plan("specs/qwengpu.hdl", "min", encoding="onehot").schedule
     assert onehot.target.hidden_size > 2.5 * target.hidden_size
 

@@ -93,19 +93,20 @@ def test_run_returns_records_memory_and_trap():
 
 
 @pytest.mark.parametrize("emit,missing", [
-    ("emit trap = trap_code, taken, exited;", "lacks trap_lane:"),
-    ("emit mwen, maddr when mwen;", "lacks mval0, mval1, mval2, mval3:")])
+    ("emit (mwen, trap = trap_code), maddr when mwen, mval when mwen;", "lacks trap_lane:"),
+    ("emit (mwen, trap = trap_code), maddr when mwen, trap_lane when trap;",
+     "lacks mval0, mval1, mval2, mval3:")])
 def test_a_spec_that_leaves_out_a_record_field_the_runtime_reads_is_rejected(tmp_path, emit,
                                                                              missing):
     """A spec whose emit statements lack a field of docs/isa.md's record table is refused
     when it is loaded (naming the fields and the spec's last emitted field's line), not with
     a KeyError when a trace or a trap first reads it."""
     text = DEFAULT_SPEC.read_text()
-    originals = {"lacks trap_lane:": "emit trap = trap_code, trap_lane when trap, taken, exited;",
-                 "lacks mval0, mval1, mval2, mval3:": "emit mwen, maddr when mwen, mval when mwen;"}
-    assert originals[missing] in text
+    original = ("emit (mwen, trap = trap_code), maddr when mwen, mval when mwen, "
+                "trap_lane when trap;")
+    assert original in text
     spec = tmp_path / "short_record.hdl"
-    spec.write_text(text.replace(originals[missing], emit))
+    spec.write_text(text.replace(original, emit))
     with pytest.raises(HdlError, match=missing) as caught:
         load_machine(spec)
     assert caught.value.loc.file == str(spec) and caught.value.loc.line > 1

@@ -103,8 +103,8 @@ def test_hdlc_decode_matches_hdlc_run(protocol, tmp_path, capsys):
     assert code == 0
     expected = json.loads(out)
     # the interpreter's run says what the trace and prompt cost a model, before any runs
-    assert expected.pop("prompt_tokens") == len(build_prompt(launch, protocol)) == 319
-    assert expected["tokens"] == len(trace) == 1889        # 76 records
+    assert expected.pop("prompt_tokens") == len(build_prompt(launch, protocol)) == 316
+    assert expected["tokens"] == len(trace) == 1661        # 76 records
     for ids in (trace, build_prompt(launch, protocol) + trace):
         path = tmp_path / "ids.json"
         path.write_text(json.dumps({"ids": ids}))
@@ -127,7 +127,7 @@ def test_hdlc_decode_trap_and_errors(protocol, tmp_path, capsys):
     assert "trap: address out of range" in err
     path.write_text(json.dumps(protocol.encode_records(sim_result(VECTOR_ADD_DIR).records)[:-1]))
     code, _, err = run_cli(capsys, ["decode", str(VECTOR_ADD), "--tokens", str(path)])
-    assert code == 1 and "error: position 1888: the trace has no <eos>" in err
+    assert code == 1 and "error: position 1660: the trace has no <eos>" in err
     code, _, err = run_cli(capsys, ["decode", str(VECTOR_ADD), "--tokens",
                                     str(tmp_path / "none.json")])
     assert code == 1 and "token file not found" in err

@@ -11,13 +11,14 @@ from qwengpu.dsl.elaborate import load_design
 from qwengpu.runtime.machine_state import DEFAULT_SPEC
 
 # docs/isa.md, "A record": field widths in emit order, and when an optional one is present
-# (mask field, bit; bit None: the mask is not 0).
+# (mask field, bit; bit None: the mask is not 0); PACKED: the second fields of pairs.
 RECORD_TABLE = [("warp", 3), ("pc", 7), ("active", 4), ("exec", 4), ("op", 6), ("rwen", 4),
-                ("rd", 4)] + [(f"rval{lane}", 32) for lane in range(4)] + \
-               [("pwen", 4), ("pd", 3), ("pval", 4), ("mwen", 4)] + \
+                ("pwen", 4), ("rd", 4)] + [(f"rval{lane}", 32) for lane in range(4)] + \
+               [("pd", 3), ("pval", 4), ("mwen", 4), ("trap", 3)] + \
                [(f"maddr{lane}", 7) for lane in range(4)] + \
                [(f"mval{lane}", 32) for lane in range(4)] + \
-               [("trap", 3), ("trap_lane", 2), ("taken", 4), ("exited", 4)]
+               [("trap_lane", 2), ("taken", 4), ("exited", 4)]
+PACKED = {"exec": "active", "pwen": "rwen", "trap": "mwen"}
 CONDITIONS = {"rd": ("rwen", None), "pd": ("pwen", None), "pval": ("pwen", None),
               "trap_lane": ("trap", None),
               **{f"rval{lane}": ("rwen", lane) for lane in range(4)},
@@ -33,14 +34,23 @@ STATE_TABLE = {"prog": (128, 64), "mem": (126, 32), "params": (8, 32), "regs": (
 def test_vocabulary_size_follows_the_record_and_state_tables(protocol):
     field_tokens = 0
     slots = 0
-    for _, width in RECORD_TABLE:
+    widths = dict(RECORD_TABLE)
+    for name, width in RECORD_TABLE:
+        if name in PACKED:                      # in the token of its pair's first field
+            continue
+        if name in PACKED.values():             # a token per pair of values
+            field_tokens += 2 ** width * 2 ** widths[next(k for k, v in PACKED.items()
+                                                          if v == name)]
+            slots += 1
+            continue
         for byte in range(-(-width // 8)):
             field_tokens += 2 ** min(8, width - 8 * byte)
             slots += 1
     commits = sum(count for count, _ in STATE_TABLE.values())
-    assert len(protocol.record_slots) == slots == 51
+    assert len(protocol.record_slots) == slots == 48
     # `mem` takes one store per lane and step: write ports 1..3 get a token after the fields
-    assert protocol.write_ports == 4 and protocol.tokens_per_record == 54
+    assert protocol.write_ports == 4 and protocol.tokens_per_record == 51
+    assert {f.name for f in protocol.fields if f.packed} == set(PACKED)
     assert protocol.stage_bytes == 8
     assert protocol.vocab_size == 5 + field_tokens + 3 + slots + 8 * 256 + commits
     assert [(f.name, f.width) for f in protocol.fields] == RECORD_TABLE
@@ -73,7 +83,11 @@ def test_token_meanings(protocol):
     assert (token.kind, token.name, token.byte, token.value) == ("field", "rval2", 1, 0x3F)
     assert not token.closes_record
     last = protocol.describe(protocol.token_id("exited.b0=03"))
-    assert last.closes_record and last.slot == 50
+    assert last.closes_record and last.slot == 47
+    pair = protocol.describe(protocol.token_id("mwen=c,trap=5"))
+    assert (pair.name, pair.pair, pair.value, pair.slot) == ("mwen", "trap", 0x5C, 24)
+    with pytest.raises(ProtocolError, match="not a token"):
+        protocol.token_id("mwen=c,trap=8")             # trap: 3 bits
     with pytest.raises(ProtocolError, match="not a token"):
         protocol.token_id("trap_lane.b0=04")           # 2 bits: values 0..3
     with pytest.raises(ProtocolError, match="not a token"):
@@ -88,19 +102,20 @@ def test_token_meanings(protocol):
     with pytest.raises(ProtocolError, match="outside the vocabulary"):
         protocol.describe(protocol.vocab_size)
     port = protocol.describe(protocol.port_token(2))
-    assert (port.kind, port.text, port.port, port.slot) == ("port", "commit:port2", 2, 52)
+    assert (port.kind, port.text, port.port, port.slot) == ("port", "commit:port2", 2, 49)
     with pytest.raises(ProtocolError, match="no port token 4"):
         protocol.port_token(4)
 
 
 def test_following_slot(protocol):
     slots = protocol.record_slots
-    assert slots[0] == ("warp", 0) and slots[7] == ("rval0", 0) and slots[50] == ("exited", 0)
+    assert slots[0] == ("warp", 0) and slots[6] == ("rval0", 0) and slots[47] == ("exited", 0)
     assert protocol.following_slot(protocol.trace_id) == 0
     assert protocol.following_slot(protocol.token_id("warp.b0=03")) == 1
-    assert protocol.following_slot(protocol.token_id("rval0.b3=ff")) == 11
-    assert protocol.following_slot(protocol.token_id("exited.b0=01")) == 51
-    assert protocol.following_slot(protocol.token_id("commit:port1")) == 52
+    assert protocol.following_slot(protocol.token_id("active=3,exec=1")) == 3
+    assert protocol.following_slot(protocol.token_id("rval0.b3=ff")) == 10
+    assert protocol.following_slot(protocol.token_id("exited.b0=01")) == 48
+    assert protocol.following_slot(protocol.token_id("commit:port1")) == 49
     assert protocol.following_slot(protocol.token_id("commit:port3")) == 0
     for text in ("<bos>", "<eos>", "init:warp.b0", "set.b0=00", "mem[0]"):
         assert protocol.following_slot(protocol.token_id(text)) is None
@@ -110,14 +125,13 @@ def test_encode_record_is_little_endian_bytes_in_emit_order(protocol):
     record = {name: 0 for name, _ in RECORD_TABLE}
     record.update(warp=5, rwen=0b0100, rval2=0x12345678, trap=2, trap_lane=3, exited=1)
     texts = [protocol.describe(i).text for i in protocol.encode_record(record)]
-    assert texts == ["warp.b0=05", "pc.b0=00", "active.b0=00", "exec.b0=00", "op.b0=00",
-                     "rwen.b0=04", "rd.b0=00",
+    assert texts == ["warp.b0=05", "pc.b0=00", "active=0,exec=0", "op.b0=00",
+                     "rwen=4,pwen=0", "rd.b0=00",
                      "rval2.b0=78", "rval2.b1=56", "rval2.b2=34", "rval2.b3=12",
-                     "pwen.b0=00", "mwen.b0=00", "trap.b0=02", "trap_lane.b0=03",
-                     "taken.b0=00", "exited.b0=01"]
+                     "mwen=0,trap=2", "trap_lane.b0=03", "taken.b0=00", "exited.b0=01"]
     every = {**record, "rwen": 15, "pwen": 1, "mwen": 15}
     texts = [protocol.describe(i).text for i in protocol.encode_record(every)]
-    assert len(texts) == 54 == protocol.tokens_per_record
+    assert len(texts) == 51 == protocol.tokens_per_record
     assert texts[-4:] == ["exited.b0=01", "commit:port1", "commit:port2", "commit:port3"]
     stores = [protocol.describe(i).text for i in protocol.encode_record({**record, "mwen": 4})]
     assert stores[-2:] == ["exited.b0=01", "commit:port2"]

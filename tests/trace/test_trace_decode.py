@@ -46,21 +46,21 @@ def test_token_out_of_place(fixed_protocol):
     def swap(ids):
         ids[63], ids[64] = ids[64], ids[63]          # record 1, slots 9 and 10
     message = garble(protocol, swap)
-    assert message.startswith("position 63: expected rval0.b2=.. (byte 2 of field rval0 of "
-                              "record 1), got rval0.b3=")
+    assert message.startswith("position 63: expected rval0.b1=.. (byte 1 of field rval0 of "
+                              "record 1), got rval0.b2=")
 
 
 def test_missing_byte(fixed_protocol):
     protocol = fixed_protocol
     message = garble(protocol, lambda ids: ids.pop(54 * 3 + 20))
-    assert message.startswith("position 182: expected rval3.b1=..")
+    assert message.startswith("position 182: expected rval3.b0=..")
 
 
 def test_missing_eos_and_truncation(fixed_protocol):
     protocol = fixed_protocol
     assert "has no <eos>" in garble(protocol, lambda ids: ids.pop())
     message = garble(protocol, lambda ids: ids.__delitem__(slice(-13, None)))
-    assert "stops in the middle of a record" in message and "expected mval2.b3=.." in message
+    assert "stops in the middle of a record" in message and "expected mval2.b2=.." in message
     message = garble(protocol, lambda ids: ids.__delitem__(slice(-3, None)))
     assert "stops in the middle of a record" in message and \
         "expected commit:port2 (write port 2 of record" in message
