@@ -71,8 +71,8 @@ def test_the_whole_qwengpu_on_the_2b_shape(tmp_path):
 
 def test_a_cuda_kernel_inside_the_2b_model(tmp_path, capsys):
     """`hdlc compile specs/qwengpu.hdl --target qwen3.5-2b`, then a kernel of the corpus
-    written by stock transformers (`generate()`, the judge: 10 records, 541 tokens after a
-    1,163-token prompt; about 6 minutes on 2 cores) and by the sparse engine: the same ids,
+    written by stock transformers (`generate()`, the judge: 10 records, 241 tokens after a
+    123-token prompt) and by the sparse engine: the same ids,
     the interpreter's trace encoded, and the kernel's store past the end of memory traps as
     its independent expected.json says.  Then more kernels on the engine alone with
     `hdlc run --backend model --check` (every record checked against the interpreter, the
