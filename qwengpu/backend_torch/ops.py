@@ -179,7 +179,6 @@ class Plan:
     ops: list[Op] = field(default_factory=list)
     embedding: list[str] = field(default_factory=list)
     emission: dict[str, str] = field(default_factory=dict)   # kind/lo/hi -> value
-    slot_digits: list[list[tuple[str, int]]] = field(default_factory=list)
     estimate: bool = False
     stores: list = field(default_factory=list)
 

@@ -196,7 +196,7 @@ class _Builder:
                                fields[second].loc if second in fields else None)
         record_slots = []
         for slot in range(len(p.record_slots)):
-            regions, digits = [], []
+            regions = []
             for half, source in ((0, "tok.lo"), (1, "tok.hi")):
                 place = p.slot_digits(slot)[half]      # (field, digit) of this token digit
                 if place is None:
@@ -206,14 +206,11 @@ class _Builder:
                 value = plan.value(f"scr.{name}.b{digit // 2}.{'hi' if digit % 2 else 'lo'}",
                                    1 << bits)
                 regions.append((source, 1 << bits, value))
-                digits.append((name, value, digit))
-            for name, value, digit in digits:
                 self.field_input_digit[(name, digit)] = value
                 node = fields.get(name)
                 if node is not None and node.lane is None and digit < len(node.args):
                     self.field_digit.setdefault(node.args[digit], value)   # every lane's
             record_slots.append((slot, regions))
-            plan.slot_digits.append([(value, digit) for _, value, digit in digits])
         self._scratch_op("record_scratch", "tok.rslot", record_slots)
         stage_slots = []
         for byte in range(p.stage_bytes):
@@ -553,9 +550,8 @@ class _Builder:
             out = plan.value(f"next.{label}", 16)
             arms = []
             for slot in range(len(p.record_slots)):
-                place = p.slot_digits(slot)[half]
-                digits = self.fields.get(place[0], []) if place else []
-                digit = place[1] if place else len(digits)
+                name, digit = p.slot_digits(slot)[half] or ("", 0)
+                digits = self.fields.get(name, [])
                 arms.append(((slot,), digits[digit] if digit < len(digits) else ("c", 0)))
             operands = [("v", following)] + [a for _, a in arms]
             plan.add(Op(out, Choose(("v", following), tuple(arms), ("c", 0)),

@@ -7,25 +7,15 @@ the pairs save a token each on every record."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import torch
 
-from qwengpu.dsl import Simulator
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.trace.protocol import TraceProtocol
 from compile_helpers import compile_and_load, compile_to, load, run_case, texts
+from test_compile_optional import SPEC as UNPAIRED, simulator   # the same mem[6] start
 
 SPEC = "tests/backend_torch/specs/paired_fields.hdl"
-UNPAIRED = "tests/backend_torch/specs/optional_fields.hdl"
-
-
-def simulator(design, seed: int) -> Simulator:
-    rng = random.Random(seed)
-    sim = Simulator(design)
-    sim.load_memory("mem", [rng.getrandbits(8) for _ in range(6)])
-    return sim
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,18 @@ def test_checker_names_the_first_difference(protocol):
     assert f"record {target} (warp {records[target]['warp']}" in error.message
 
 
+
+def test_checker_names_the_field_of_a_pair_that_differs(protocol):
+    """`(active, exec)` share a token: a token right in `active` and wrong in `exec` is
+    reported as exec's, with both values."""
+    records = [dict(record) for record in sim_result(VECTOR_ADD_DIR).records]
+    target = next(i for i, record in enumerate(records) if record["exec"] == 15)
+    records[target]["exec"] = 7
+    with pytest.raises(CheckMismatch) as caught:
+        feed_all(protocol, protocol.encode_records(records))
+    error = caught.value
+    assert (error.record, error.field, error.expected, error.got) == (target, "exec", 15, 7)
+
 def test_checker_on_early_and_late_ends(protocol):
     records = sim_result(VECTOR_ADD_DIR).records
     with pytest.raises(CheckMismatch) as caught:
