@@ -14,7 +14,7 @@ import traceback
 
 from qwengpu.errors import UserError
 
-COMMAND_MODULES = ["check", "sim", "run", "compile", "generate", "graph", "passes", "launch",
+COMMAND_MODULES = ["check", "sim", "run", "compile", "splice", "generate", "graph", "passes", "launch",
                    "decode"]
 
 

@@ -40,7 +40,7 @@ from qwengpu.backend_torch.encodings import BINARY_WHERE_READABLE, ONEHOT_ONLY, 
 from qwengpu.backend_torch.ops import format_plan
 from qwengpu.backend_torch.plan import build_plan
 from qwengpu.backend_torch.schedule import format_schedule, schedule_plan
-from qwengpu.backend_torch.target import load_target
+from qwengpu.backend_torch.target import Target, load_target
 from qwengpu.backend_torch.verify import verify_plan, verify_schedule
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.dsl.netlist import format_design
@@ -87,7 +87,7 @@ def default_encoding(dtype: torch.dtype) -> str:
     return BINARY_WHERE_READABLE if dtype == torch.float32 else ONEHOT_ONLY
 
 
-def compile(spec: str, target: str = "min", *, params: dict[str, int] | None = None,
+def compile(spec: str, target: "str | Target" = "min", *, params: dict[str, int] | None = None,
             passes: Iterable[str] | None = None, encoding: str | None = None,
             dtype: torch.dtype = torch.float32, output: str | Path | None = None,
             stop_after: str | None = None, dump_after: Iterable[str] = (),
@@ -177,7 +177,8 @@ def _encodings(c: Compilation, say, check: bool) -> None:
 
 
 def _schedule(c: Compilation, say, check: bool) -> None:
-    c.schedule = schedule_plan(c.plan, load_target(c.target))
+    target = c.target if isinstance(c.target, Target) else load_target(c.target)
+    c.schedule = schedule_plan(c.plan, target)
     if check:
         verify_schedule(c.schedule)
 

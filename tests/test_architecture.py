@@ -28,7 +28,7 @@ import grimp
 import networkx as nx
 import pytest
 
-LAYERS = [["cli"], ["commands"], ["compiler"], ["backend_torch", "runtime"], ["engine", "ptx"],
+LAYERS = [["cli"], ["commands"], ["splice"], ["compiler"], ["backend_torch", "runtime"], ["engine", "ptx"],
           ["trace"], ["passes"], ["ir"], ["isa"], ["dsl"], ["errors"]]
 MAX_LINES = 600
 PACKAGE = Path(__file__).resolve().parents[1] / "qwengpu"

@@ -50,6 +50,7 @@ from qwengpu.trace.decode import TraceDecoder
 from qwengpu.runtime.launch import Launch
 from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, new_simulator, unfinished_message
 from qwengpu.runtime.prompt import as_machine, build_prompt
+from qwengpu.runtime.spliced import SplicedModel, read_splice
 
 
 class CheckMismatch(UserError):
@@ -76,6 +77,14 @@ def load_checkpoint(directory: str | Path, device: str | None = None,
     if engine not in ENGINES:
         raise UserError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     protocol = TraceProtocol.load(path)
+    spliced = read_splice(path)
+    if spliced is not None:
+        if engine == "sparse":
+            raise UserError(f"{directory}: a spliced checkpoint (hdlc splice) runs on "
+                            "--engine transformers; the sparse engine does not read the base's "
+                            "dense layers yet")
+        model = SplicedModel(_load_transformers(path, directory, device, spliced), spliced)
+        return model, protocol
     if engine == "sparse":
         from qwengpu.engine import SparseEngine, read_weights
 
@@ -114,9 +123,9 @@ def _generation_eos(path: Path, config_eos):
     return config_eos if eos is None else eos
 
 
-def _load_transformers(path: Path, directory, device: str | None):
+def _load_transformers(path: Path, directory, device: str | None, spliced=None):
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if str(device).startswith("cuda"):
@@ -125,7 +134,9 @@ def _load_transformers(path: Path, directory, device: str | None):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype="auto")
+        auto = AutoModelForImageTextToText if spliced and spliced.multimodal \
+            else AutoModelForCausalLM
+        model = auto.from_pretrained(str(path), dtype="auto")
     except (OSError, ValueError) as error:
         raise UserError(f"{directory}: transformers cannot load the checkpoint: {error}") \
             from None

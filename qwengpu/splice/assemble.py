@@ -1,0 +1,158 @@
+"""Writing the spliced checkpoint: the compiled layers, then the base's own, in the base's form.
+
+The directory holds what the base's held (processor files, chat template, generation config,
+vision weights: unchanged) and:
+
+- `config.json`: the base's, its text part with `45 + L` layers (`layer_types`: the compiled
+  layers' then the base's), the grown vocabulary, untied embeddings, float32;
+- the safetensors shards and `model.safetensors.index.json`: compiled layer i as decoder
+  layer i, base layer j as layer `45 + j` with its tensors unchanged (float32, so a bf16
+  base's values exactly), the embedding and `lm_head` of the base with the machine's rows at
+  the placement's ids (a tied base's `lm_head` is its embedding, written out);
+- the base's tokenizer with the machine's tokens (`vocab.extend_tokenizer`);
+- `protocol.json`, `machine.json` (what `hdlc run --model DIR` needs), `splice.json` (the id
+  offset and the figures) and `splice.txt` (the report and the machine's schedule).
+
+Everything is written into a `.partial` directory beside the output, renamed when complete,
+so a failed splice leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import torch
+
+from qwengpu.backend_torch.schedule import format_schedule
+from qwengpu.backend_torch.target import NUM_LAYERS
+from qwengpu.runtime.machine_file import write_machine_file
+from qwengpu.runtime.spliced import SPLICE_FILE
+from qwengpu.trace.protocol import PROTOCOL_FILE
+from qwengpu.splice.vocab import extend_tokenizer
+
+SHARD_BYTES = 2 << 30
+OUTPUT_PROJECTIONS = ("mlp.down_proj.weight", "linear_attn.out_proj.weight",
+                      "self_attn.o_proj.weight")
+HIDDEN_VECTORS = ("input_layernorm.weight", "post_attention_layernorm.weight")
+INPUT_PROJECTIONS = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "linear_attn.in_proj_qkv.weight",
+                     "linear_attn.in_proj_z.weight", "linear_attn.in_proj_b.weight",
+                     "linear_attn.in_proj_a.weight", "self_attn.q_proj.weight",
+                     "self_attn.k_proj.weight", "self_attn.v_proj.weight")
+
+
+def permute_hidden(model, permutation: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The compiled decoder layers' tensors (`layers.I.NAME`), moved from machine dims to
+    base dims (`permutation[machine_dim] = base_dim`)."""
+    inverse = torch.empty_like(permutation)
+    inverse[permutation] = torch.arange(len(permutation))
+    tensors = {}
+    for name, tensor in model.model.layers.state_dict().items():
+        tensor = tensor.detach()
+        own = name.split(".", 1)[1]
+        if own in OUTPUT_PROJECTIONS:
+            tensor = tensor[inverse, :]
+        elif own in HIDDEN_VECTORS:
+            tensor = tensor[inverse]
+        elif own in INPUT_PROJECTIONS:
+            tensor = tensor[:, inverse]
+        tensors[f"layers.{name}"] = tensor.contiguous()
+    return tensors
+
+
+def spliced_config(base, layer_types: list[str], vocab_size: int) -> dict:
+    config = copy.deepcopy(base.config)
+    text = config["text_config"] if base.multimodal else config
+    base_types = text.get("layer_types") or [
+        "full_attention" if (i + 1) % int(text.get("full_attention_interval", 4)) == 0
+        else "linear_attention" for i in range(base.num_layers)]
+    text["num_hidden_layers"] = NUM_LAYERS + base.num_layers
+    text["layer_types"] = list(layer_types) + list(base_types)
+    text["vocab_size"] = vocab_size
+    for part in (config, text):
+        if "tie_word_embeddings" in part or part is config:
+            part["tie_word_embeddings"] = False
+        for key in ("dtype", "torch_dtype"):
+            if key in part:
+                part[key] = "float32"
+    config["dtype"] = "float32"
+    return config
+
+
+def _tensors(base, layers, embedding, machine_lm, placement):
+    """(name, float32 tensor) of the spliced checkpoint, one at a time."""
+    prefix = base.text_prefix
+    for name, tensor in layers.items():
+        yield prefix + name, tensor.float()
+    for name in sorted(base.files):
+        layer = base.layer_of(name)
+        if layer is not None:
+            rest = name[len(prefix + "layers."):].split(".", 1)[1]
+            yield f"{prefix}layers.{NUM_LAYERS + layer}.{rest}", base.tensor(name).float()
+        elif name not in (base.embedding_name, "lm_head.weight"):
+            yield name, base.tensor(name).float()
+    for name, rows in ((base.embedding_name, embedding),
+                       ("lm_head.weight", machine_lm)):
+        table = torch.zeros(placement.vocab_size, rows.shape[1])
+        source = base.tensor(base.embedding_name if name != "lm_head.weight"
+                             else base.lm_head_name).float()
+        table[:source.shape[0]] = source
+        table[placement.offset:placement.offset + placement.count] = rows.float()
+        yield name, table
+
+
+def _write_shards(directory: Path, tensors) -> None:
+    from safetensors.torch import save_file
+
+    shards, current, size = [], {}, 0
+    for name, tensor in tensors:
+        current[name] = tensor
+        size += tensor.numel() * tensor.element_size()
+        if size >= SHARD_BYTES:
+            shards.append(current)
+            current, size = {}, 0
+    if current:
+        shards.append(current)
+    weight_map, total = {}, 0
+    for index, shard in enumerate(shards):
+        file = f"model-{index + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(directory / file), metadata={"format": "pt"})
+        for name, tensor in shard.items():
+            weight_map[name] = file
+            total += tensor.numel() * tensor.element_size()
+    index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+
+
+def write_spliced(base, output: Path, layers, layer_types, embedding, machine_lm, placement,
+                  compiled, report, say) -> None:
+    partial = output.parent / f".{output.name}.partial"
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.mkdir()
+    try:
+        for path in sorted(base.directory.iterdir()):
+            if path.is_file() and not path.name.startswith("model.safetensors") and \
+                    not path.name.endswith(".safetensors"):
+                shutil.copy2(path, partial / path.name)
+        config = spliced_config(base, layer_types, placement.vocab_size)
+        (partial / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        _write_shards(partial, _tensors(base, layers, embedding, machine_lm, placement))
+        say("write: tokenizer")
+        extend_tokenizer(base.directory, compiled.protocol.texts, placement.offset, partial)
+        protocol = compiled.protocol
+        (partial / PROTOCOL_FILE).write_text(json.dumps(protocol.to_json(), indent=1) + "\n")
+        write_machine_file(partial, compiled.spec, compiled.params)
+        figures = {key: value for key, value in report.figures.items()}
+        (partial / SPLICE_FILE).write_text(json.dumps(
+            {"offset": placement.offset, "count": placement.count,
+             "vocab_size": placement.vocab_size, "compiled_layers": NUM_LAYERS,
+             "multimodal": base.multimodal, "figures": figures}, indent=1) + "\n")
+        (partial / "splice.txt").write_text(report.text() + "\n" +
+                                            format_schedule(compiled.schedule))
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    partial.rename(output)

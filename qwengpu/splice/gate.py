@@ -1,0 +1,139 @@
+"""The text gate: the compiled layers add exactly 0 on every token of the base's own text.
+
+Every way a Qwen3.5 layer writes is multiplied by a gate that is a bias-free linear function
+of the normalised residual `n(x)`: an MLP unit by `silu(gate_proj . n(x))`, a DeltaNet head's
+state update by `sigmoid(in_proj_b . n(x))` and its output by `silu(in_proj_z . n(x))`.  In
+float32 `sigmoid(z)` and `silu(z)` are exactly 0 for z <= -89 (`exp(-z)` overflows), so a
+layer adds exactly 0, and a DeltaNet keeps its state exactly 0, on a token where every used
+gate is driven that low.
+
+A text token's residual in the compiled layers is its embedding `e_t` (nothing is added to
+it), so what is needed is a direction `u` with `u . e_t < 0` for every text token: a
+hyperplane through the origin with the whole text vocabulary on one side.  It lives on the
+*gate dims*, the residual dims the machine leaves free, where every machine token's residual
+is exactly 0 (its embedding and every compiled write are 0 there), so adding `s * u` to a
+gate row changes nothing on machine tokens and drives the gate to at most `-GATE_FLOOR` on
+text when `s >= (GATE_FLOOR + |row| sqrt(hidden)) / margin` (`|n(x)| <= sqrt(hidden)` for the
+compiled layers' unit norm weights).
+
+`choose_gate_dims` picks, among the base's dims, those on which the normalised embeddings
+have the most consistent sign; `separating_direction` finds `u` on them (the mean direction,
+then a smoothed max-margin ascent) and reports the margin `min_t -u . n(e_t)`.  A base whose
+text embeddings no hyperplane separates on those dims cannot be spliced exactly: that is a
+`UserError` naming how many tokens stay on the wrong side.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from qwengpu.errors import UserError
+
+GATE_FLOOR = 200.0          # the gate on text is at most -GATE_FLOOR (exact 0 needs <= -89)
+ASCENT_STEPS = 400
+
+
+@dataclass
+class TextGate:
+    dims: list[int]              # base dims the direction lives on
+    direction: torch.Tensor      # unit vector over `dims` (float64)
+    margin: float                # min over text tokens of -direction . n(e_t)
+    tokens: int                  # text tokens it was found on
+
+
+def normalised(rows: torch.Tensor, eps: float) -> torch.Tensor:
+    """`Qwen3_5RMSNorm` with scale 1, in float64: what a compiled layer reads of a token."""
+    rows = rows.double()
+    return rows * torch.rsqrt(rows.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def choose_gate_dims(text_rows: torch.Tensor, count: int, eps: float) -> list[int]:
+    """The `count` base dims where the normalised text embeddings keep one sign the best
+    (|mean| / std largest), in increasing order."""
+    values = normalised(text_rows, eps)
+    score = values.mean(0).abs() / (values.std(0) + 1e-12)
+    return sorted(torch.argsort(score, descending=True)[:count].tolist())
+
+
+def separating_direction(text_rows: torch.Tensor, dims: list[int], eps: float) -> TextGate:
+    """A unit `u` on `dims` with `u . n(e_t) < 0` for every text row, margin as large as a
+    short ascent finds; `UserError` when none is found."""
+    values = normalised(text_rows, eps)[:, dims]
+    direction = -values.mean(0)
+    if float(direction.norm()) == 0.0:
+        direction = -values[0]
+    direction = direction / direction.norm()
+    scale = float(values.abs().max()) or 1.0
+    best, best_margin = direction, float((-(values @ direction)).min())
+    for step in range(ASCENT_STEPS):
+        temperature = scale * 0.05 * (1 - step / ASCENT_STEPS) + scale * 1e-3
+        weights = torch.softmax((values @ direction) / temperature, dim=0)
+        direction = direction - 0.1 * (weights @ values)
+        direction = direction / direction.norm()
+        margin = float((-(values @ direction)).min())
+        if margin > best_margin:
+            best, best_margin = direction, margin
+    if best_margin <= 0:
+        wrong = int(((values @ best) >= 0).sum())
+        raise UserError(
+            f"the base's text embeddings cannot be gated off: on the {len(dims)} residual dims "
+            f"the machine leaves free no hyperplane was found with all {len(values)} text "
+            f"tokens on one side ({wrong} on the wrong side); the compiled layers could not "
+            "add exactly 0 on text (docs/splice.md, \"The text gate\")")
+    return TextGate(dims, best, best_margin, len(values))
+
+
+def gate_rows_off(weight: torch.Tensor, rows: list[int], gate: TextGate, hidden: int,
+                  dims: list[int] | None = None) -> None:
+    """Add `s * u` on the gate dims to each of `rows` of `weight` (a gate's input projection,
+    [out, hidden], machine coordinates with the gate dims at `dims`), `s` large enough that
+    the row's gate is at most -GATE_FLOOR on every text token."""
+    dims = gate.dims if dims is None else dims
+    with torch.no_grad():
+        for row in rows:
+            reach = float(weight[row].double().norm()) * math.sqrt(hidden)
+            strength = (GATE_FLOOR + reach) / gate.margin
+            weight[row, dims] += (strength * gate.direction).to(weight.dtype)
+
+
+def used_units(mlp) -> list[int]:
+    """MLP units whose output column is not all zero."""
+    return torch.nonzero(mlp.down_proj.weight.abs().sum(0)).flatten().tolist()
+
+
+def used_heads(attn) -> list[int]:
+    """DeltaNet value heads with any weight of their own (state update or output)."""
+    heads = attn.num_v_heads
+    width = attn.head_v_dim
+    out = attn.out_proj.weight.abs().view(attn.out_proj.weight.shape[0], heads, width)
+    written = out.sum((0, 2)) + attn.in_proj_b.weight.abs().sum(1)
+    return torch.nonzero(written).flatten().tolist()
+
+
+def gate_model_off(model, gate: TextGate, free_dims: list[int]) -> dict[str, int]:
+    """Gate every used MLP unit and DeltaNet head of the compiled `model` (machine
+    coordinates; its free dims `free_dims` become the base's `gate.dims`) off on text.
+    Full-attention mixers of the compiled layers are empty (zero `o_proj`): nothing to gate.
+    Returns counts for the report."""
+    hidden = model.config.hidden_size
+    counts = {"units": 0, "heads": 0}
+    for layer in model.model.layers:
+        units = used_units(layer.mlp)
+        gate_rows_off(layer.mlp.gate_proj.weight, units, gate, hidden, free_dims)
+        counts["units"] += len(units)
+        if hasattr(layer, "linear_attn"):
+            attn = layer.linear_attn
+            heads = used_heads(attn)
+            gate_rows_off(attn.in_proj_b.weight, heads, gate, hidden, free_dims)
+            width = attn.head_v_dim
+            z_rows = [h * width + i for h in heads for i in range(width)]
+            gate_rows_off(attn.in_proj_z.weight, z_rows, gate, hidden, free_dims)
+            counts["heads"] += len(heads)
+        else:
+            if layer.self_attn.o_proj.weight.abs().sum() != 0:
+                raise ValueError("a compiled full-attention layer writes; the text gate "
+                                 "does not cover it")
+    return counts

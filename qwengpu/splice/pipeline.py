@@ -1,0 +1,230 @@
+"""`splice`: a spec compiled against a base Qwen3.5 checkpoint's shape, put in front of the
+base's own layers, as one list of named steps.
+
+    report = splice("specs/qwengpu.hdl", "Qwen3.5-2B", "qwengpu-2b")
+
+| step | what it does |
+|---|---|
+| base | read the base (`base.py`): its shape, form, vocabulary, final norm |
+| place | the machine's tokens after the base's (`vocab.place_machine_tokens`) |
+| bound | how much the base's layers can add to a token (`output.base_write_bound`), so SCALE |
+| compile | the machine for the base's shape, `rms_norm_eps / SCALE**2` (`qwengpu.compiler`) |
+| concentrate | the last compiled MLP leaves only the next token's groups (`output.py`) |
+| gate | the text gate on the dims the machine leaves free (`gate.py`) |
+| scale | every compiled write and machine embedding row times SCALE |
+| permute | machine dims onto the base dims the gate did not take |
+| write | the spliced checkpoint (`assemble.py`), written aside and renamed when whole |
+
+The report (`SpliceReport`, `splice.txt` in the output) carries every figure a user needs to
+trust the result: the gate's margin, SCALE and the bound behind it, the machine margin and
+the most a base token can score on a machine position.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from qwengpu.backend_torch.target import FULL, LINEAR, NUM_LAYERS, Target
+from qwengpu.errors import UserError
+from qwengpu.splice import output as out
+from qwengpu.splice.assemble import permute_hidden, write_spliced
+from qwengpu.splice.base import Base, read_base
+from qwengpu.splice.gate import choose_gate_dims, gate_model_off, separating_direction
+from qwengpu.splice.vocab import Placement, place_machine_tokens, tokenizer_extent
+
+# Logits between the machine's right token and any other.  Smaller than `hdlc compile`'s 16:
+# a machine row scores about margin * sqrt(12 / hidden) per unit of a text token's final
+# state, so the margin is what keeps machine tokens under the base's own on text.
+SPLICE_MARGIN = 12.0
+
+
+@dataclass
+class SpliceReport:
+    base: str
+    placement: Placement
+    figures: dict = field(default_factory=dict)
+
+    def text(self) -> str:
+        f = self.figures
+        p = self.placement
+        return "\n".join([
+            f"spliced: {NUM_LAYERS} compiled layers in front of {f['base_layers']} layers of "
+            f"{self.base} ({'multimodal' if f['multimodal'] else 'text'} form, "
+            f"{'tied' if f['tied'] else 'untied'} embeddings)",
+            f"vocabulary: {p.count} machine tokens at ids {p.offset}..{p.offset + p.count - 1} "
+            f"({p.reuses_rows} in the base's unused rows, {p.new_rows} new rows; "
+            f"{p.vocab_size} rows)",
+            f"residual: the machine uses {f['machine_dims']} of {f['hidden']} dims; the text "
+            f"gate lives on the other {f['gate_dims']}",
+            f"text gate: margin {f['gate_margin']:.4g} (min over {f['text_tokens']} text "
+            f"tokens of -u.n(e)); {f['gated_units']} MLP units and {f['gated_heads']} DeltaNet "
+            "heads gated to <= -200 on text",
+            f"scale: {f['scale']} (the base's layers add at most {f['base_bound']:.4g} to a "
+            f"token; rms_norm_eps {f['design_eps']:.3g} in the compiled design)",
+            f"machine margin: {f['margin']:.4g} logits between the right machine token and any "
+            f"other; a base token scores at most {f['worst_text_logit']:.4g} on a machine "
+            f"position, the right machine token {3 * f['margin']:.4g}",
+            f"output: {f['erased']} values erased in the last compiled layer",
+        ]) + "\n"
+
+
+def splice(spec: str, base_dir: str | Path, output: str | Path, *,
+           params: dict[str, int] | None = None, margin: float = SPLICE_MARGIN,
+           progress: Callable[[str], None] | None = None) -> SpliceReport:
+    from qwengpu.compiler import compile
+
+    say = progress or (lambda _message: None)
+    output = Path(output)
+    if output.exists():
+        raise UserError(f"{output}: already exists (splice writes a new directory)")
+    if not output.parent.is_dir():
+        raise UserError(f"{output.parent}: no such directory")
+    base = read_base(base_dir)
+    target = base_target(base)
+    say(f"base: {base.num_layers} layers, hidden {target.hidden_size}, "
+        f"{'multimodal' if base.multimodal else 'text'}, {'tied' if base.tied else 'untied'}")
+    eps = target.rms_norm_eps
+    base_tokens = tokenizer_extent(_tokenizer_json(base))
+    text_rows = base.tensor(base.embedding_name)[:base_tokens].float()
+    final_scale = 1.0 + base.tensor(base.text_prefix + "norm.weight").double()
+
+    bound = out.base_write_bound(base)
+    hidden = target.hidden_size
+    design_rms = (4.0 / hidden) ** 0.5
+    # a machine row with the final norm scale folded in is the design's: 33 dims at most
+    row_norm = max(margin * design_rms * 33 ** 0.5, _max_row_norm(base, final_scale))
+    scale = out.choose_scale(bound, design_rms, hidden, row_norm, margin)
+    say(f"bound: the base's layers add at most {bound:.4g}; scale {scale}")
+
+    design = Target(**{**target.__dict__, "rms_norm_eps": eps / scale ** 2})
+    compiled = compile(spec, design, params=params, stop_after="emit", progress=say)
+    model, schedule, groups, protocol = (compiled.model, compiled.schedule, compiled.groups,
+                                         compiled.protocol)
+    placement = place_machine_tokens(base.rows, base_tokens, protocol.vocab_size)
+
+    used = schedule.dims
+    free = list(range(used, hidden))
+    if not free:
+        raise UserError(f"the machine uses all {hidden} residual dims of the base; the text "
+                        "gate needs at least one free dim")
+    erased = out.concentrate_output(model, schedule, groups)
+    gate_dims = choose_gate_dims(text_rows, len(free), eps)
+    gate = separating_direction(text_rows, gate_dims, eps)
+    counts = gate_model_off(model, gate, free)
+    say(f"gate: margin {gate.margin:.4g} on {len(free)} dims; {counts['units']} units, "
+        f"{counts['heads']} heads gated")
+
+    # machine dim -> base dim: ONE and the emission groups on the base's quietest dims
+    quiet = out.quiet_dims((rows * final_scale for rows in _lm_rows(base, base_tokens)),
+                           set(gate_dims))
+    first = [0] + [dim for name in protocol_emission(schedule) for dim in groups[name].dims]
+    machine_order = first + [d for d in range(used) if d not in set(first)]
+    permutation = torch.empty(hidden, dtype=torch.long)
+    permutation[machine_order] = torch.tensor(quiet)
+    permutation[used:] = torch.tensor(gate_dims)
+    rms = out.final_rms(schedule, groups)
+    machine_lm = out.machine_rows(schedule, groups, margin)
+    machine_lm = machine_lm / final_scale[permutation]
+    embedding = model.model.embed_tokens.weight.detach().clone()
+    out.scale_writes(model, embedding, scale)
+    worst = _worst_text_logit(base, base_tokens, permutation, final_scale, schedule, groups,
+                              rms)
+    if worst > 2 * margin:
+        raise UserError(f"a base token may score up to {worst:.4g} on a machine position, "
+                        f"within {margin:g} of the machine's {3 * margin:g}: splice with a "
+                        f"--margin of at least {worst / 2:.3g}")
+    layers = permute_hidden(model, permutation)
+    inverse = torch.empty_like(permutation)
+    inverse[permutation] = torch.arange(hidden)
+    embedding, machine_lm = embedding[:, inverse], machine_lm[:, inverse].float()
+
+    report = SpliceReport(str(base_dir), placement, {
+        "base_layers": base.num_layers, "multimodal": base.multimodal, "tied": base.tied,
+        "machine_dims": used, "hidden": hidden, "gate_dims": len(free),
+        "gate_margin": gate.margin, "text_tokens": gate.tokens,
+        "gated_units": counts["units"], "gated_heads": counts["heads"],
+        "scale": scale, "base_bound": bound, "design_eps": eps / scale ** 2,
+        "margin": margin, "worst_text_logit": worst, "erased": len(erased)})
+    say("write: the spliced checkpoint")
+    write_spliced(base, output, layers, target.layer_types, embedding, machine_lm, placement,
+                  compiled, report, say)
+    return report
+
+
+def protocol_emission(schedule) -> list[str]:
+    return [schedule.plan.emission[label] for label in ("kind", "lo", "hi")]
+
+
+def base_target(base: Base) -> Target:
+    """The shape the machine is compiled for: the base's, 45 layers, full attention every
+    fourth as in Qwen3.5."""
+    text = base.text
+    try:
+        key_heads, value_heads = int(text["linear_num_key_heads"]), int(
+            text["linear_num_value_heads"])
+        if key_heads != value_heads:
+            raise UserError(f"{base.directory}: {key_heads} DeltaNet key heads and {value_heads} "
+                            "value heads; the compiler needs as many of each")
+        if int(text.get("linear_conv_kernel_dim", 4)) != 4:
+            raise UserError(f"{base.directory}: a DeltaNet convolution of "
+                            f"{text['linear_conv_kernel_dim']} taps; the compiler needs 4")
+        return Target(name=f"base {base.directory.name}", hidden_size=int(text["hidden_size"]),
+                      intermediate_size=int(text["intermediate_size"]),
+                      linear_heads=value_heads,
+                      key_head_dim=int(text["linear_key_head_dim"]),
+                      value_head_dim=int(text["linear_value_head_dim"]),
+                      attention_heads=int(text["num_attention_heads"]),
+                      kv_heads=int(text["num_key_value_heads"]),
+                      head_dim=int(text.get("head_dim", 256)),
+                      rms_norm_eps=float(text.get("rms_norm_eps", 1e-6)), full_every=4)
+    except (KeyError, TypeError, ValueError) as error:
+        raise UserError(f"{base.directory}/config.json: no usable {error} in the text "
+                        "config") from None
+
+
+def _tokenizer_json(base: Base) -> dict:
+    path = base.directory / "tokenizer.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{base.directory}: no tokenizer.json (splice adds the machine's tokens "
+                        "to the base's tokenizer)") from None
+    except (OSError, ValueError) as error:
+        raise UserError(f"{path}: unreadable: {error}") from None
+
+
+def _lm_rows(base: Base, count: int, chunk: int = 16384):
+    """The base's lm_head rows (the embedding when tied) below `count`, in chunks."""
+    rows = base.tensor(base.lm_head_name)
+    for start in range(0, count, chunk):
+        yield rows[start:min(count, start + chunk)].double()
+
+
+def _max_row_norm(base: Base, final_scale: torch.Tensor) -> float:
+    return max(float((rows * final_scale).norm(dim=1).max())
+               for rows in _lm_rows(base, base.rows))
+
+
+def _worst_text_logit(base, base_tokens, permutation, final_scale, schedule, groups,
+                      rms) -> float:
+    worst = float("-inf")
+    for rows in _lm_rows(base, base_tokens):
+        folded = (rows * final_scale)[:, permutation]
+        worst = max(worst, out.worst_text_logit_on_machine(folded, schedule, groups, rms))
+    return worst
+
+
+def copy_unchanged(base: Base, directory: Path, skip: set[str]) -> None:
+    """The base's other files (processor, chat template, README...) as they are."""
+    for path in sorted(base.directory.iterdir()):
+        if path.is_file() and path.name not in skip and not path.name.endswith(".safetensors"):
+            shutil.copy2(path, directory / path.name)
+
+
+__all__ = ["splice", "SpliceReport", "base_target", "FULL", "LINEAR"]
