@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 
 from qwengpu.commands.launch import protocol_for
+from qwengpu.runtime.spliced import read_splice
 from qwengpu.commands.run import add_machine_arguments, chosen_machine, report
 from qwengpu.runtime.decode import decode_launch, read_token_file
 from qwengpu.runtime.trace_rules import replay_difference
@@ -51,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
     machine = chosen_machine(args)
     launch = load_launch(args.launch, machine_limits(machine))
     protocol = protocol_for(args.model, machine)
-    result = decode_launch(launch, read_token_file(args.tokens), protocol, machine)
+    ids = read_token_file(args.tokens)
+    spliced = read_splice(args.model) if args.model else None
+    if spliced is not None:              # a spliced checkpoint's ids (hdlc splice)
+        ids = [token_id - spliced.offset for token_id in ids]
+    result = decode_launch(launch, ids, protocol, machine)
     if args.check:
         difference = replay_difference(launch, result.records, machine)
         if difference is not None:

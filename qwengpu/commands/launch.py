@@ -6,7 +6,8 @@
 The prompt is `{"input_ids": [...]}` (docs/trace.md): generate greedily from it with any
 engine until `eos_token_id`, then `hdlc decode` reads the generated ids.  The vocabulary is the
 checkpoint's (`--model DIR`, its protocol.json), and the launch is laid out for the
-checkpoint's machine (its machine.json); without `--model`, both come from the machine that
+checkpoint's machine (its machine.json); a spliced checkpoint's (`hdlc splice`) ids are
+shifted to where its machine tokens sit (splice.json); without `--model`, both come from the machine that
 `--spec FILE` and `-P NAME=VALUE` name (default specs/qwengpu.hdl), which is what `hdlc compile`
 of that spec with those parameters writes.
 """
@@ -23,6 +24,7 @@ from qwengpu.errors import UserError
 from qwengpu.runtime.launch import load_launch, machine_limits
 from qwengpu.runtime.machine_state import Machine
 from qwengpu.runtime.prompt import build_prompt
+from qwengpu.runtime.spliced import read_splice
 from qwengpu.trace.prompt import prompt_text
 
 NAME = "launch"
@@ -57,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
     if args.text:
         text = prompt_text(ids, protocol) + "\n"
     else:
+        spliced = read_splice(args.model) if args.model else None
+        if spliced is not None:          # a spliced checkpoint's ids (hdlc splice)
+            ids = [token_id + spliced.offset for token_id in ids]
         text = json.dumps({"input_ids": ids}) + "\n"
     if args.output:
         try:

@@ -50,7 +50,7 @@ from qwengpu.trace.decode import TraceDecoder
 from qwengpu.runtime.launch import Launch
 from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, new_simulator, unfinished_message
 from qwengpu.runtime.prompt import as_machine, build_prompt
-from qwengpu.runtime.spliced import SplicedModel, read_splice
+from qwengpu.runtime.spliced import SplicedEngine, SplicedModel, read_splice
 
 
 class CheckMismatch(UserError):
@@ -78,23 +78,14 @@ def load_checkpoint(directory: str | Path, device: str | None = None,
         raise UserError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
     protocol = TraceProtocol.load(path)
     spliced = read_splice(path)
-    if spliced is not None:
+    if spliced is not None:             # hdlc splice: machine ids sit at an offset
         if engine == "sparse":
-            raise UserError(f"{directory}: a spliced checkpoint (hdlc splice) runs on "
-                            "--engine transformers; the sparse engine does not read the base's "
-                            "dense layers yet")
+            model, _ = load_checkpoint_engine(path, device)
+            return SplicedEngine(model, spliced), protocol
         model = SplicedModel(_load_transformers(path, directory, device, spliced), spliced)
         return model, protocol
     if engine == "sparse":
-        from qwengpu.engine import SparseEngine, read_weights
-
-        weights = read_weights(path)
-        if device is None or str(device) == "cpu":
-            model = SparseEngine(weights)
-        else:
-            from qwengpu.engine.torch_engine import TorchSparseEngine
-
-            model = TorchSparseEngine(weights, device)
+        model, weights = load_checkpoint_engine(path, device)
         eos, vocab = _generation_eos(path, weights.eos_token_id), weights.vocab_size
     else:
         model = _load_transformers(path, directory, device)
@@ -109,6 +100,18 @@ def load_checkpoint(directory: str | Path, device: str | None = None,
         raise ProtocolError(f"{directory}: the model has {vocab} output tokens, its protocol "
                             f"needs {protocol.vocab_size}")
     return model, protocol
+
+
+def load_checkpoint_engine(path: Path, device: str | None):
+    """The sparse engine on `path` (its torch version on a torch `device`), and its weights."""
+    from qwengpu.engine import SparseEngine, read_weights
+
+    weights = read_weights(path)
+    if device is None or str(device) == "cpu":
+        return SparseEngine(weights), weights
+    from qwengpu.engine.torch_engine import TorchSparseEngine
+
+    return TorchSparseEngine(weights, device), weights
 
 
 def _generation_eos(path: Path, config_eos):
@@ -403,7 +406,7 @@ def model_device(model) -> str:
 def _is_engine(model) -> bool:
     from qwengpu.engine import SparseEngine
 
-    return isinstance(model, SparseEngine)
+    return isinstance(model, (SparseEngine, SplicedEngine))
 
 
 def _run_on_engine(engine, rows: list[_Row], display: _Progress, deadline: float | None,

@@ -3,7 +3,8 @@
 A spliced checkpoint's machine tokens sit at ids `offset .. offset + count - 1` of the base's
 grown vocabulary (`splice.json`); the runtime, the prompt builder and the checker speak the
 protocol's ids `0 .. count - 1`.  `SplicedModel` wraps the transformers model so that the
-rest of the runtime does not change: prompts go in shifted up by `offset`, and every id the
+rest of the runtime does not change (`SplicedEngine` does the same for the sparse engine):
+prompts go in shifted up by `offset`, and every id the
 model picks comes back shifted down, so a base token the model would (wrongly) pick arrives as
 a negative id, which the decoder and the lockstep checker reject as not a machine token.
 Nothing the model picks is altered: the shift is a relabelling of the same argmax.
@@ -53,24 +54,53 @@ class SplicedModel:
     def generation_config(self):
         return self.model.generation_config
 
-    def to_model(self, ids):
-        return ids + self.splice.offset
-
-    def to_machine(self, ids):
-        return ids - self.splice.offset
-
     def generate(self, input_ids, *, eos_token_id=None, pad_token_id=None, streamer=None,
                  **options):
         shift = self.splice.offset
-        inner = None
-        if streamer is not None:
-            inner = _ShiftedStreamer(streamer, shift)
         output = self.model.generate(
-            self.to_model(input_ids),
+            input_ids + shift,
             eos_token_id=None if eos_token_id is None else eos_token_id + shift,
             pad_token_id=None if pad_token_id is None else pad_token_id + shift,
-            streamer=inner, **options)
-        return self.to_machine(output)
+            streamer=None if streamer is None else _ShiftedStreamer(streamer, shift),
+            **options)
+        return output - shift
+
+
+class SplicedEngine:
+    """The sparse engine on a spliced checkpoint, taking and giving machine ids."""
+
+    def __init__(self, engine, splice: Splice):
+        self.engine, self.splice = engine, splice
+
+    @property
+    def device(self):
+        return getattr(self.engine, "device", "cpu")
+
+    def _shifted(self, prompts):
+        return [[token_id + self.splice.offset for token_id in prompt] for prompt in prompts]
+
+    def session(self, prompts, eos_id=None, **options):
+        eos = None if eos_id is None else eos_id + self.splice.offset
+        return _ShiftedSession(self.engine.session(self._shifted(prompts), eos_id=eos,
+                                                   **options), self.splice.offset)
+
+    def generate(self, prompts, max_new_tokens: int, eos_id: int, **options):
+        shift = self.splice.offset
+        rows = self.engine.generate(self._shifted(prompts), max_new_tokens, eos_id + shift,
+                                    **options)
+        return [[token_id - shift for token_id in row] for row in rows]
+
+
+class _ShiftedSession:
+    def __init__(self, session, shift: int):
+        self.session, self.shift = session, shift
+
+    def __iter__(self):
+        for step in self.session:
+            yield [(index, token_id - self.shift) for index, token_id in step]
+
+    def end(self, row: int) -> None:
+        self.session.end(row)
 
 
 class _ShiftedStreamer:

@@ -18,9 +18,11 @@ compiled layers' unit norm weights).
 
 `choose_gate_dims` picks, among the base's dims, those on which the normalised embeddings
 have the most consistent sign; `separating_direction` finds `u` on them (the mean direction,
-then a smoothed max-margin ascent) and reports the margin `min_t -u . n(e_t)`.  A base whose
-text embeddings no hyperplane separates on those dims cannot be spliced exactly: that is a
-`UserError` naming how many tokens stay on the wrong side.
+then a smoothed max-margin ascent) and reports the margin `min_t -u . n(e_t)`;
+`find_text_gate` uses as few dims as give a good margin, since each gated unit carries a
+weight per gate dim.  A base whose text embeddings no hyperplane separates on the free dims
+cannot be spliced exactly: that is a `UserError` naming how many tokens stay on the wrong
+side.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from qwengpu.errors import UserError
 
 GATE_FLOOR = 200.0          # the gate on text is at most -GATE_FLOOR (exact 0 needs <= -89)
 ASCENT_STEPS = 400
+GOOD_MARGIN = 1.0           # enough: the gate strength is (GATE_FLOOR + reach) / margin
 
 
 @dataclass
@@ -76,14 +79,32 @@ def separating_direction(text_rows: torch.Tensor, dims: list[int], eps: float) -
         margin = float((-(values @ direction)).min())
         if margin > best_margin:
             best, best_margin = direction, margin
-    if best_margin <= 0:
-        wrong = int(((values @ best) >= 0).sum())
+    return TextGate(dims, best, best_margin, len(values))
+
+
+def find_text_gate(text_rows: torch.Tensor, free: int, eps: float) -> TextGate:
+    """The text gate on as few dims as give a margin of GOOD_MARGIN (1, 2, 4, ... of the
+    `free` dims; every gated unit costs a weight per gate dim), else the best found;
+    `UserError` when even all `free` dims leave a text token on the wrong side."""
+    best = None
+    count = 1
+    while True:
+        count = min(count, free)
+        gate = separating_direction(text_rows, choose_gate_dims(text_rows, count, eps), eps)
+        if best is None or gate.margin > best.margin:
+            best = gate
+        if gate.margin >= GOOD_MARGIN or count == free:
+            break
+        count *= 2
+    if best.margin <= 0:
+        values = normalised(text_rows, eps)[:, best.dims]
+        wrong = int(((values @ best.direction) >= 0).sum())
         raise UserError(
-            f"the base's text embeddings cannot be gated off: on the {len(dims)} residual dims "
-            f"the machine leaves free no hyperplane was found with all {len(values)} text "
+            f"the base's text embeddings cannot be gated off: on the {free} residual dims the "
+            f"machine leaves free no hyperplane was found with all {len(text_rows)} text "
             f"tokens on one side ({wrong} on the wrong side); the compiled layers could not "
             "add exactly 0 on text (docs/splice.md, \"The text gate\")")
-    return TextGate(dims, best, best_margin, len(values))
+    return best
 
 
 def gate_rows_off(weight: torch.Tensor, rows: list[int], gate: TextGate, hidden: int,

@@ -35,7 +35,7 @@ from qwengpu.errors import UserError
 from qwengpu.splice import output as out
 from qwengpu.splice.assemble import permute_hidden, write_spliced
 from qwengpu.splice.base import Base, read_base
-from qwengpu.splice.gate import choose_gate_dims, gate_model_off, separating_direction
+from qwengpu.splice.gate import find_text_gate, gate_model_off
 from qwengpu.splice.vocab import Placement, place_machine_tokens, tokenizer_extent
 
 # Logits between the machine's right token and any other.  Smaller than `hdlc compile`'s 16:
@@ -61,7 +61,7 @@ class SpliceReport:
             f"({p.reuses_rows} in the base's unused rows, {p.new_rows} new rows; "
             f"{p.vocab_size} rows)",
             f"residual: the machine uses {f['machine_dims']} of {f['hidden']} dims; the text "
-            f"gate lives on the other {f['gate_dims']}",
+            f"gate lives on {f['gate_dims']} of the other {f['hidden'] - f['machine_dims']}",
             f"text gate: margin {f['gate_margin']:.4g} (min over {f['text_tokens']} text "
             f"tokens of -u.n(e)); {f['gated_units']} MLP units and {f['gated_heads']} DeltaNet "
             "heads gated to <= -200 on text",
@@ -114,11 +114,11 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
         raise UserError(f"the machine uses all {hidden} residual dims of the base; the text "
                         "gate needs at least one free dim")
     erased = out.concentrate_output(model, schedule, groups)
-    gate_dims = choose_gate_dims(text_rows, len(free), eps)
-    gate = separating_direction(text_rows, gate_dims, eps)
-    counts = gate_model_off(model, gate, free)
-    say(f"gate: margin {gate.margin:.4g} on {len(free)} dims; {counts['units']} units, "
-        f"{counts['heads']} heads gated")
+    gate = find_text_gate(text_rows, len(free), eps)
+    gate_dims = gate.dims
+    counts = gate_model_off(model, gate, free[:len(gate_dims)])
+    say(f"gate: margin {gate.margin:.4g} on {len(gate_dims)} of the {len(free)} free dims; "
+        f"{counts['units']} units, {counts['heads']} heads gated")
 
     # machine dim -> base dim: ONE and the emission groups on the base's quietest dims
     quiet = out.quiet_dims((rows * final_scale for rows in _lm_rows(base, base_tokens)),
@@ -126,8 +126,9 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
     first = [0] + [dim for name in protocol_emission(schedule) for dim in groups[name].dims]
     machine_order = first + [d for d in range(used) if d not in set(first)]
     permutation = torch.empty(hidden, dtype=torch.long)
-    permutation[machine_order] = torch.tensor(quiet)
-    permutation[used:] = torch.tensor(gate_dims)
+    permutation[machine_order] = torch.tensor(quiet[:used])
+    permutation[used:used + len(gate_dims)] = torch.tensor(gate_dims)
+    permutation[used + len(gate_dims):] = torch.tensor(quiet[used:])
     rms = out.final_rms(schedule, groups)
     machine_lm = out.machine_rows(schedule, groups, margin)
     machine_lm = machine_lm / final_scale[permutation]
@@ -146,7 +147,7 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
 
     report = SpliceReport(str(base_dir), placement, {
         "base_layers": base.num_layers, "multimodal": base.multimodal, "tied": base.tied,
-        "machine_dims": used, "hidden": hidden, "gate_dims": len(free),
+        "machine_dims": used, "hidden": hidden, "gate_dims": len(gate_dims),
         "gate_margin": gate.margin, "text_tokens": gate.tokens,
         "gated_units": counts["units"], "gated_heads": counts["heads"],
         "scale": scale, "base_bound": bound, "design_eps": eps / scale ** 2,
