@@ -12,7 +12,9 @@ really needs; a file target's ops get the smallest unit cap that lets the residu
 (`_file_target_schedule`), and its erasures the rest of each layer.  The scratch sits in layer 0's mixer by construction (its inputs are the
 embedding).  A plan that needs more than 45 layers, or more residual dims than the target
 has, fails with a `CapacityError` naming the resource, what was needed, what there is, and
-the HDL line of the op that overflowed.
+the HDL line of the op that overflowed; at a file target whose layers would hold the plan if
+they were wider, the resource is the layer's MLP units or DeltaNet heads (`_narrow_layers`:
+how many a layer needs, how many it has), not the layer count.
 
 Residual dims are reused: a value holds its group from the sublayer that writes it until the
 MLP sublayer at or after its last reader, which erases it (one linear unit per dim writing
@@ -178,7 +180,8 @@ def schedule_plan(plan: Plan, target: Target) -> Schedule:
         culprit = max(plan.ops, key=lambda op: op.sublayer)
         raise CapacityError(f"residual dims: the plan needs {dims} (peak live "
                             f"{schedule.peak_live_dims}), target {built.name} has "
-                            f"{built.hidden_size}", culprit.loc)
+                            f"{built.hidden_size} ({dims - built.hidden_size} short)",
+                            culprit.loc)
     return schedule
 
 
@@ -298,7 +301,10 @@ def _file_target_schedule(plan: Plan, target: Target):
     remaining units.  When no cap fits, the one with the fewest dims (`schedule_plan` then
     names the overflow)."""
     full = target.units_per_layer
-    _, units, _ = _list_schedule(plan, target, full, target.heads_per_layer)
+    try:
+        _, units, _ = _list_schedule(plan, target, full, target.heads_per_layer)
+    except CapacityError as error:
+        raise _narrow_layers(plan, target, error) from None
     smallest = _smallest_unit_cap(plan, target, target.heads_per_layer,
                                   max(units.values(), default=1))
     caps = sorted({min(full, int(smallest * f)) for f in (1.0, 1.25, 1.5, 2.0, 3.0)} | {full})
@@ -311,6 +317,35 @@ def _file_target_schedule(plan: Plan, target: Target):
         if best is None or dims < best[0]:
             best = (dims, cap)
     return _list_schedule(plan, target, best[1], target.heads_per_layer)
+
+
+def _narrow_layers(plan: Plan, target: Target, error: CapacityError) -> CapacityError:
+    """The error of a file target whose layers do not hold the plan: which per-layer resource
+    is short and by how much, when wider layers would hold it; else `error` (too deep)."""
+    all_units = max(sum(op.units for op in plan.ops if op.kind == "mlp"), 1)
+    all_heads = max(sum(op.heads for op in plan.ops if op.kind != "mlp"), 1)
+    units, heads = target.units_per_layer, target.heads_per_layer
+    layers = f"{target.num_layers} layers"
+    if _fits(plan, target, all_units, heads):
+        need = _smallest_unit_cap(plan, target, heads, all_units)
+        return CapacityError(f"MLP units: the plan needs {need} a layer to fit {layers}, "
+                             f"target {target.name} has {units} ({need - units} short)",
+                             error.loc)
+    if _fits(plan, target, units, all_heads):
+        need = next((cap for cap in range(heads + 1, all_heads)
+                     if _fits(plan, target, units, cap)), all_heads)
+        return CapacityError(f"DeltaNet heads: the plan needs {need} a layer to fit {layers}, "
+                             f"target {target.name} has {heads} ({need - heads} short)",
+                             error.loc)
+    if _fits(plan, target, all_units, all_heads):
+        need_units = _smallest_unit_cap(plan, target, all_heads, all_units)
+        need_heads = next((cap for cap in range(heads + 1, all_heads)
+                           if _fits(plan, target, all_units, cap)), all_heads)
+        return CapacityError(f"MLP units and DeltaNet heads: the plan needs more of both a "
+                             f"layer to fit {layers} (at least {need_units} units and "
+                             f"{need_heads} heads), target {target.name} has {units} units "
+                             f"and {heads} heads", error.loc)
+    return error
 
 
 def _min_caps(plan: Plan, target: Target) -> tuple[int, int]:

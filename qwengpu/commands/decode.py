@@ -11,7 +11,8 @@ The output is that of `hdlc run` (`--json`: buffers, records, tokens, trap); a t
 with the located message, and so does a stream that is not a well-formed trace or breaks a
 rule every trace of the launch keeps (qwengpu.runtime.trace_rules).  `--check` also replays
 the launch on the reference interpreter and stops at the first record and field that differ.  The machine
-is the checkpoint's (`--model DIR`) or the one `--spec` and `-P` name, as for `hdlc launch`.
+is the checkpoint's (`--model DIR`) or the one `--spec` and `-P` name, as for `hdlc launch`;
+a spliced checkpoint's ids (`hdlc splice`) are shifted back by its splice.json's offset.
 """
 
 from __future__ import annotations

@@ -43,14 +43,16 @@ INPUT_PROJECTIONS = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "linear_attn.
                      "self_attn.k_proj.weight", "self_attn.v_proj.weight")
 
 
-def permute_hidden(model, permutation: torch.Tensor) -> dict[str, torch.Tensor]:
+def permute_hidden(model, permutation: torch.Tensor):
     """The compiled decoder layers' tensors (`layers.I.NAME`), moved from machine dims to
-    base dims (`permutation[machine_dim] = base_dim`)."""
+    base dims (`permutation[machine_dim] = base_dim`), one at a time: each parameter's memory
+    is given back as its permuted copy is handed on (a 2B-shaped machine is 10 GB in
+    float32, and must not be held twice)."""
     inverse = torch.empty_like(permutation)
     inverse[permutation] = torch.arange(len(permutation))
-    tensors = {}
-    for name, tensor in model.model.layers.state_dict().items():
-        tensor = tensor.detach()
+    layers = model.model.layers
+    for name, parameter in list(layers.named_parameters()):
+        tensor = parameter.detach()
         own = name.split(".", 1)[1]
         if own in OUTPUT_PROJECTIONS:
             tensor = tensor[inverse, :]
@@ -58,8 +60,10 @@ def permute_hidden(model, permutation: torch.Tensor) -> dict[str, torch.Tensor]:
             tensor = tensor[inverse]
         elif own in INPUT_PROJECTIONS:
             tensor = tensor[:, inverse]
-        tensors[f"layers.{name}"] = tensor.contiguous()
-    return tensors
+        else:
+            tensor = tensor.clone()
+        parameter.data = torch.empty(0)
+        yield f"layers.{name}", tensor.contiguous()
 
 
 def spliced_config(base, layer_types: list[str], vocab_size: int) -> dict:
@@ -84,7 +88,7 @@ def spliced_config(base, layer_types: list[str], vocab_size: int) -> dict:
 def _tensors(base, layers, embedding, machine_lm, placement):
     """(name, float32 tensor) of the spliced checkpoint, one at a time."""
     prefix = base.text_prefix
-    for name, tensor in layers.items():
+    for name, tensor in layers:
         yield prefix + name, tensor.float()
     for name in sorted(base.files):
         layer = base.layer_of(name)

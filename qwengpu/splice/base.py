@@ -9,7 +9,9 @@ decoder under `model.`) and the released multimodal one (`Qwen3_5ForConditionalG
 `model_type` `qwen3_5`, a `text_config` inside, the decoder under `model.language_model.` and
 the vision tower under `model.visual.`), with tied or untied embeddings, one safetensors file or
 shards with an index, in any float dtype.  Tensors are read one at a time (`safe_open`), so a
-2B base is never held in memory whole.  Anything else is refused with a `UserError`.
+2B base is never held in memory whole.  Anything else is refused with a `UserError`, and so is
+a base whose `tokenizer.json` is not a BPE model (`vocab.read_tokenizer_json`), before any
+compile: the machine's tokens go into a BPE vocabulary.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import torch
 
 from qwengpu.errors import UserError
+from qwengpu.splice.vocab import read_tokenizer_json
 
 TEXT_TYPES = {"qwen3_5_text": "Qwen3_5ForCausalLM"}
 MULTIMODAL_TYPES = {"qwen3_5": "Qwen3_5ForConditionalGeneration"}
@@ -68,6 +71,13 @@ class Base:
         with safe_open(str(self.files[name]), framework="pt") as handle:
             return handle.get_tensor(name)
 
+    def shape(self, name: str) -> list[int]:
+        """A tensor's shape, from its file's header."""
+        from safetensors import safe_open
+
+        with safe_open(str(self.files[name]), framework="pt") as handle:
+            return list(handle.get_slice(name).get_shape())
+
     def layer_of(self, name: str) -> int | None:
         """The decoder layer a tensor belongs to, or None."""
         head = self.text_prefix + "layers."
@@ -85,8 +95,10 @@ def read_base(directory: str | Path) -> Base:
         config = json.loads((path / "config.json").read_text())
     except FileNotFoundError:
         raise UserError(f"{directory}: no config.json, not a checkpoint") from None
-    except (OSError, ValueError) as error:
-        raise UserError(f"{path / 'config.json'}: unreadable: {error}") from None
+    except OSError as error:
+        raise UserError(f"{path / 'config.json'}: cannot read it: {error.strerror}") from None
+    except ValueError as error:   # JSONDecodeError, UnicodeDecodeError
+        raise UserError(f"{path / 'config.json'}: not JSON: {error}") from None
     model_type = config.get("model_type") if isinstance(config, dict) else None
     if model_type not in TEXT_TYPES and model_type not in MULTIMODAL_TYPES:
         known = ", ".join(sorted(TEXT_TYPES | MULTIMODAL_TYPES))
@@ -107,28 +119,57 @@ def read_base(directory: str | Path) -> Base:
     if missing:
         raise UserError(f"{directory}: the safetensors hold no {missing[0]} (is it a "
                         f"{'multimodal' if multimodal else 'text'} Qwen3.5 checkpoint?)")
+    try:
+        shape = [int(text["vocab_size"]), int(text["hidden_size"])]
+    except (KeyError, TypeError, ValueError):
+        raise UserError(f"{path / 'config.json'}: no integer vocab_size and hidden_size in the "
+                        "text config") from None
+    for name in wanted[:1] + wanted[2:]:
+        if base.shape(name) != shape:
+            raise UserError(f"{base.files[name]}: {name} is {base.shape(name)}, the config "
+                            f"says {shape} (vocab_size, hidden_size)")
+    # the tokenizer must take the machine's tokens: refused now, not after the compile
+    read_tokenizer_json(path)
     return base
 
 
 def _tensor_files(path: Path) -> dict[str, Path]:
     """Tensor name -> the safetensors file holding it."""
-    from safetensors import safe_open
-
     if (path / INDEX_FILE).is_file():
         try:
             weight_map = json.loads((path / INDEX_FILE).read_text())["weight_map"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise UserError(f"{path / INDEX_FILE}: unreadable: {error}") from None
+        except OSError as error:
+            raise UserError(f"{path / INDEX_FILE}: cannot read it: {error.strerror}") from None
+        except (ValueError, KeyError, TypeError) as error:
+            raise UserError(f"{path / INDEX_FILE}: not a safetensors index ({error})") from None
+        if not isinstance(weight_map, dict) or not all(
+                isinstance(shard, str) for shard in weight_map.values()):
+            raise UserError(f"{path / INDEX_FILE}: its weight_map is not an object of "
+                            "TENSOR: FILE")
         files = {name: path / shard for name, shard in weight_map.items()}
         absent = sorted({str(f) for f in files.values() if not f.is_file()})
         if absent:
             raise UserError(f"{path / INDEX_FILE}: names {absent[0]}, which does not exist")
+        for shard in sorted(set(files.values())):
+            held = _names_in(shard)
+            named = sorted(name for name, file in files.items() if file == shard)
+            lost = [name for name in named if name not in held]
+            if lost:
+                raise UserError(f"{shard}: holds no {lost[0]}, which {INDEX_FILE} places "
+                                "there")
         return files
     if not (path / SINGLE_FILE).is_file():
         raise UserError(f"{path}: no {SINGLE_FILE} or {INDEX_FILE} (splice reads safetensors "
                         "checkpoints)")
+    return {name: path / SINGLE_FILE for name in _names_in(path / SINGLE_FILE)}
+
+
+def _names_in(file: Path) -> set[str]:
+    """The tensor names a safetensors file holds (its header only is read)."""
+    from safetensors import safe_open
+
     try:
-        with safe_open(str(path / SINGLE_FILE), framework="pt") as handle:
-            return {name: path / SINGLE_FILE for name in handle.keys()}
+        with safe_open(str(file), framework="pt") as handle:
+            return set(handle.keys())
     except Exception as error:   # safetensors raises its own error types
-        raise UserError(f"{path / SINGLE_FILE}: unreadable: {error}") from None
+        raise UserError(f"{file}: not a readable safetensors file: {error}") from None

@@ -22,21 +22,21 @@ the most a base token can score on a machine position.
 
 from __future__ import annotations
 
-import json
-import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import torch
 
-from qwengpu.backend_torch.target import FULL, LINEAR, NUM_LAYERS, Target
+from qwengpu.backend_torch.target import NUM_LAYERS, Target
 from qwengpu.errors import UserError
 from qwengpu.splice import output as out
 from qwengpu.splice.assemble import permute_hidden, write_spliced
 from qwengpu.splice.base import Base, read_base
 from qwengpu.splice.gate import find_text_gate, gate_model_off
-from qwengpu.splice.vocab import Placement, place_machine_tokens, tokenizer_extent
+from qwengpu.splice.vocab import Placement, extend_tokenizer, place_machine_tokens, \
+    read_tokenizer_json, tokenizer_extent
 
 # Logits between the machine's right token and any other.  Smaller than `hdlc compile`'s 16:
 # a machine row scores about margin * sqrt(12 / hidden) per unit of a text token's final
@@ -89,13 +89,21 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
     target = base_target(base)
     say(f"base: {base.num_layers} layers, hidden {target.hidden_size}, "
         f"{'multimodal' if base.multimodal else 'text'}, {'tied' if base.tied else 'untied'}")
-    eps = target.rms_norm_eps
-    base_tokens = tokenizer_extent(_tokenizer_json(base))
+    eps, hidden = target.rms_norm_eps, target.hidden_size
+    # What does not fit is refused before the base's layers are read: the machine's schedule
+    # for the base's shape (it does not depend on eps), and its tokens in the base's tokenizer.
+    planned = compile(spec, target, params=params, stop_after="schedule", progress=say)
+    if planned.schedule.dims >= hidden:
+        raise UserError(f"the machine uses all {hidden} residual dims of the base; the text "
+                        "gate needs at least one free dim")
+    base_tokens = tokenizer_extent(read_tokenizer_json(base.directory)[1])
+    placement = place_machine_tokens(base.rows, base_tokens, planned.protocol.vocab_size)
+    with tempfile.TemporaryDirectory() as scratch:
+        extend_tokenizer(base.directory, planned.protocol.texts, placement.offset, Path(scratch))
     text_rows = base.tensor(base.embedding_name)[:base_tokens].float()
     final_scale = 1.0 + base.tensor(base.text_prefix + "norm.weight").double()
 
     bound = out.base_write_bound(base)
-    hidden = target.hidden_size
     design_rms = (4.0 / hidden) ** 0.5
     # a machine row with the final norm scale folded in is the design's: 33 dims at most
     row_norm = max(margin * design_rms * 33 ** 0.5, _max_row_norm(base, final_scale))
@@ -104,15 +112,9 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
 
     design = Target(**{**target.__dict__, "rms_norm_eps": eps / scale ** 2})
     compiled = compile(spec, design, params=params, stop_after="emit", progress=say)
-    model, schedule, groups, protocol = (compiled.model, compiled.schedule, compiled.groups,
-                                         compiled.protocol)
-    placement = place_machine_tokens(base.rows, base_tokens, protocol.vocab_size)
-
+    model, schedule, groups = compiled.model, compiled.schedule, compiled.groups
     used = schedule.dims
     free = list(range(used, hidden))
-    if not free:
-        raise UserError(f"the machine uses all {hidden} residual dims of the base; the text "
-                        "gate needs at least one free dim")
     erased = out.concentrate_output(model, schedule, groups)
     gate = find_text_gate(text_rows, len(free), eps)
     gate_dims = gate.dims
@@ -166,38 +168,38 @@ def base_target(base: Base) -> Target:
     """The shape the machine is compiled for: the base's, 45 layers, full attention every
     fourth as in Qwen3.5."""
     text = base.text
-    try:
-        key_heads, value_heads = int(text["linear_num_key_heads"]), int(
-            text["linear_num_value_heads"])
-        if key_heads != value_heads:
-            raise UserError(f"{base.directory}: {key_heads} DeltaNet key heads and {value_heads} "
-                            "value heads; the compiler needs as many of each")
-        if int(text.get("linear_conv_kernel_dim", 4)) != 4:
-            raise UserError(f"{base.directory}: a DeltaNet convolution of "
-                            f"{text['linear_conv_kernel_dim']} taps; the compiler needs 4")
-        return Target(name=f"base {base.directory.name}", hidden_size=int(text["hidden_size"]),
-                      intermediate_size=int(text["intermediate_size"]),
-                      linear_heads=value_heads,
-                      key_head_dim=int(text["linear_key_head_dim"]),
-                      value_head_dim=int(text["linear_value_head_dim"]),
-                      attention_heads=int(text["num_attention_heads"]),
-                      kv_heads=int(text["num_key_value_heads"]),
-                      head_dim=int(text.get("head_dim", 256)),
-                      rms_norm_eps=float(text.get("rms_norm_eps", 1e-6)), full_every=4)
-    except (KeyError, TypeError, ValueError) as error:
-        raise UserError(f"{base.directory}/config.json: no usable {error} in the text "
-                        "config") from None
+    where = f"{base.directory / 'config.json'}"
 
+    def size(key: str, default: int | None = None) -> int:
+        value = text.get(key, default)
+        if value is None:
+            raise UserError(f"{where}: the text config has no {key}")
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise UserError(f"{where}: {key} is {value!r}, not a positive integer")
+        return value
 
-def _tokenizer_json(base: Base) -> dict:
-    path = base.directory / "tokenizer.json"
+    key_heads, value_heads = size("linear_num_key_heads"), size("linear_num_value_heads")
+    if key_heads != value_heads:
+        raise UserError(f"{where}: linear_num_key_heads {key_heads} and linear_num_value_heads "
+                        f"{value_heads} differ; the compiled DeltaNet layers need as many key "
+                        "heads as value heads")
+    if size("linear_conv_kernel_dim", 4) != 4:
+        raise UserError(f"{where}: linear_conv_kernel_dim {text['linear_conv_kernel_dim']}; "
+                        "the compiled DeltaNet layers need a convolution of 4 taps")
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{base.directory}: no tokenizer.json (splice adds the machine's tokens "
-                        "to the base's tokenizer)") from None
-    except (OSError, ValueError) as error:
-        raise UserError(f"{path}: unreadable: {error}") from None
+        eps = float(text.get("rms_norm_eps", 1e-6))
+    except (TypeError, ValueError):
+        eps = -1.0
+    if not eps > 0:
+        raise UserError(f"{where}: rms_norm_eps {text.get('rms_norm_eps')!r} is not a positive "
+                        "number")
+    return Target(name=f"base {base.directory.name}", hidden_size=size("hidden_size"),
+                  intermediate_size=size("intermediate_size"), linear_heads=value_heads,
+                  key_head_dim=size("linear_key_head_dim"),
+                  value_head_dim=size("linear_value_head_dim"),
+                  attention_heads=size("num_attention_heads"),
+                  kv_heads=size("num_key_value_heads"), head_dim=size("head_dim", 256),
+                  rms_norm_eps=eps, full_every=4)
 
 
 def _lm_rows(base: Base, count: int, chunk: int = 16384):
@@ -219,13 +221,3 @@ def _worst_text_logit(base, base_tokens, permutation, final_scale, schedule, gro
         folded = (rows * final_scale)[:, permutation]
         worst = max(worst, out.worst_text_logit_on_machine(folded, schedule, groups, rms))
     return worst
-
-
-def copy_unchanged(base: Base, directory: Path, skip: set[str]) -> None:
-    """The base's other files (processor, chat template, README...) as they are."""
-    for path in sorted(base.directory.iterdir()):
-        if path.is_file() and path.name not in skip and not path.name.endswith(".safetensors"):
-            shutil.copy2(path, directory / path.name)
-
-
-__all__ = ["splice", "SpliceReport", "base_target", "FULL", "LINEAR"]

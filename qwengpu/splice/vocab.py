@@ -105,8 +105,9 @@ def read_tokenizer_json(base_dir: Path) -> tuple[Path, dict]:
     if not isinstance(model, dict):
         raise UserError(f"{path}: not a tokenizer.json (no 'model' object)")
     if model.get("type") != "BPE":
-        raise UserError(f"{path}: the base's tokenizer is a {model.get('type')} model; "
-                        "splicing needs a byte-level BPE tokenizer.json")
+        raise UserError(f"{path}: the base's tokenizer is a {model.get('type')} model, which "
+                        "cannot take the machine's tokens; splicing needs a byte-level BPE "
+                        "tokenizer.json")
     if not isinstance(model.get("vocab"), dict):
         raise UserError(f"{path}: the BPE model's 'vocab' is not an object of TOKEN: id")
     return path, data

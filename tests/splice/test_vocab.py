@@ -290,8 +290,9 @@ def replacing_decoder(data):
 
 
 @pytest.mark.parametrize("edit, offset, message", [
-    (word_level, None, r"tokenizer.json: the base's tokenizer is a WordLevel model; "
-                       r"splicing needs a byte-level BPE tokenizer.json"),
+    (word_level, None, r"tokenizer.json: the base's tokenizer is a WordLevel model, which "
+                       r"cannot take the machine's tokens; splicing needs a byte-level BPE "
+                       r"tokenizer.json"),
     (known_spelling, None, r"tokenizer.json: the base already has the machine spellings "
                            r"<gpu:pc.b0=03> \(1 in all\)"),
     (added_spelling, None, r"already has the machine spellings <gpu:ntid>"),

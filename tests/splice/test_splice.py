@@ -1,0 +1,173 @@
+"""`hdlc splice`: the reduced QwenGPU in front of random-weight Qwen3.5 bases (tests/splice/bases.py).
+
+Two bases in the min shape: a text-only one with untied embeddings in float32, and the
+multimodal form with tied embeddings, in bfloat16, sharded.  Each is spliced with the
+one-lane, one-warp QwenGPU (`compile_helpers.REDUCED`), and then:
+
+- on the base's own text (`bases.TEXT_SAMPLE`, 522 tokens) the spliced model's logits over
+  the base's tokens are bit-identical to the base's, in one prefill and token by token
+  through the cache, and no compiled DeltaNet layer holds anything but zeros in its state;
+- no machine token is the argmax on that text (the margin is printed);
+- a real CUDA kernel (serial_mad, nvcc's PTX) runs exactly inside, every record checked in
+  lockstep against the reference interpreter (`hdlc run --check`), on the sparse engine and
+  (slow-marked) on stock transformers;
+- the tokenizer gives every text the base's ids, and the base's other files come along.
+
+The base is loaded in float32 for the comparison (a bfloat16 base's values widen exactly;
+the spliced checkpoint is float32).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from bases import MIN_SHAPE, TEXT_SAMPLE, make_base, text_ids  # noqa: E402
+from compile_helpers import REDUCED  # noqa: E402
+from qwengpu.cli import main  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+FORMS = {"text-untied-fp32": dict(tied=False, multimodal=False),
+         "multimodal-tied-bf16-sharded": dict(tied=True, multimodal=True, dtype=torch.bfloat16,
+                                              max_shard_size="20MB")}
+DECODE_TOKENS = 48
+
+
+def reduced_flags() -> list[str]:
+    return [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
+
+
+@pytest.fixture(scope="module", params=sorted(FORMS))
+def spliced(request, tmp_path_factory):
+    """(base dir, spliced dir, form options)."""
+    root = tmp_path_factory.mktemp(f"splice-{request.param}")
+    options = FORMS[request.param]
+    base = make_base(root / "base", MIN_SHAPE, **options)
+    assert main(["splice", "--base", str(base), "-o", str(root / "out"),
+                 *reduced_flags()]) == 0
+    return base, root / "out", options
+
+
+def load(directory, multimodal: bool):
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    auto = AutoModelForImageTextToText if multimodal else AutoModelForCausalLM
+    return auto.from_pretrained(directory, dtype=torch.float32).eval()
+
+
+def base_tokens(base: Path) -> int:
+    from qwengpu.splice.vocab import tokenizer_extent
+
+    return tokenizer_extent(json.loads((base / "tokenizer.json").read_text()))
+
+
+def decode_logits(model, ids: torch.Tensor, count: int):
+    """Logits fed one token at a time through the cache; and the cache."""
+    from transformers import DynamicCache
+
+    cache, rows = None, []
+    with torch.no_grad():
+        for position in range(count):
+            output = model(ids[:, position:position + 1], cache=cache, use_cache=True)
+            cache = output.past_key_values
+            rows.append(output.logits[0, -1])
+    assert isinstance(cache, DynamicCache) or cache is not None
+    return torch.stack(rows), cache
+
+
+def test_text_logits_are_the_base(spliced):
+    base_dir, out, options = spliced
+    multimodal = options["multimodal"]
+    ids = torch.tensor([text_ids(base_dir)])
+    base, model = load(base_dir, multimodal), load(out, multimodal)
+    assert model.config.get_text_config().num_hidden_layers == 45 + MIN_SHAPE.num_layers
+    known = base_tokens(base_dir)
+    with torch.no_grad():
+        expected = base(ids).logits[0, :, :known]
+        got = model(ids).logits[0]
+    assert torch.equal(got[:, :known], expected)
+    margin = got[:, :known].max(1).values - got[:, known:].max(1).values
+    print(f"\n{out.name}: text margin over machine tokens, min {float(margin.min()):.3f} "
+          f"over {ids.shape[1]} positions")
+    assert float(margin.min()) > 0, "a machine token is the argmax on the base's text"
+    stepped, cache = decode_logits(model, ids, DECODE_TOKENS)
+    base_stepped, _ = decode_logits(base, ids, DECODE_TOKENS)
+    assert torch.equal(stepped[:, :known], base_stepped[:, :known])
+    compiled_states = [state for layer in cache.layers[:45]
+                       for state in (getattr(layer, "recurrent_states", None) or {}).values()]
+    assert compiled_states, "no DeltaNet state found in the cache"
+    assert all(int(torch.count_nonzero(state)) == 0 for state in compiled_states)
+    base_states = [state for layer in cache.layers[45:]
+                   for state in (getattr(layer, "recurrent_states", None) or {}).values()]
+    assert any(int(torch.count_nonzero(state)) for state in base_states)  # a real check
+
+
+def test_the_tokenizer_is_the_base_s_and_more(spliced):
+    from transformers import AutoTokenizer
+
+    from qwengpu.runtime.spliced import read_splice
+    from qwengpu.splice.vocab import machine_spelling
+    from qwengpu.trace.protocol import TraceProtocol
+
+    base_dir, out, _ = spliced
+    before, after = AutoTokenizer.from_pretrained(base_dir), AutoTokenizer.from_pretrained(out)
+    for text in (TEXT_SAMPLE, "<gpu:pc.b0=03> and <|im_start|>user", "x" * 50 + " 1234"):
+        assert after(text)["input_ids"] == before(text)["input_ids"]
+    splice = read_splice(out)
+    protocol = TraceProtocol.load(out)
+    assert splice.count == protocol.vocab_size
+    for index in (0, protocol.eos_id, protocol.vocab_size - 1):
+        spelling = machine_spelling(protocol.texts[index])
+        assert after.convert_tokens_to_ids(spelling) == splice.offset + index
+    kept = {p.name for p in base_dir.iterdir() if p.suffix in (".jinja", ".json")
+            and not p.name.startswith(("config", "model", "tokenizer"))}
+    for name in kept:
+        assert (out / name).read_bytes() == (base_dir / name).read_bytes(), name
+    report = (out / "splice.txt").read_text()
+    assert "text gate: margin" in report and "machine margin" in report
+
+
+@pytest.mark.parametrize("engine", ["sparse", pytest.param("transformers",
+                                                           marks=pytest.mark.slow)])
+def test_a_cuda_kernel_inside_the_spliced_model(spliced, engine, capsys):
+    _, out, _ = spliced
+    capsys.readouterr()
+    code = main(["run", str(EXAMPLES / "serial_mad" / "launch.json"), "--backend", "model",
+                 "--model", str(out), "--check", "--json", "--engine", engine])
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(printed)
+    expected = json.loads((EXAMPLES / "serial_mad" / "expected.json").read_text())
+    assert result["buffers"] == expected["buffers"]
+    assert result["records"] > 0 and result["trap"] is None
+
+
+def test_launch_and_decode_speak_the_spliced_ids(spliced, tmp_path, capsys):
+    """`hdlc launch --model` writes the spliced ids; the ids the engine writes for them
+    decode with `hdlc decode --model` to the example's buffers."""
+    from qwengpu.engine import SparseEngine, read_weights
+    from qwengpu.runtime.spliced import read_splice
+    from qwengpu.trace.protocol import TraceProtocol
+
+    _, out, _ = spliced
+    launch = str(EXAMPLES / "serial_mad" / "launch.json")
+    assert main(["launch", launch, "--model", str(out), "-o", str(tmp_path / "p.json")]) == 0
+    prompt = json.loads((tmp_path / "p.json").read_text())["input_ids"]
+    splice = read_splice(out)
+    assert min(prompt) >= splice.offset
+    eos = splice.offset + TraceProtocol.load(out).eos_id
+    generated, = SparseEngine(read_weights(out)).generate([prompt], 400, eos)
+    (tmp_path / "ids.json").write_text(json.dumps(generated))
+    capsys.readouterr()
+    assert main(["decode", launch, "--model", str(out), "--tokens", str(tmp_path / "ids.json"),
+                 "--check", "--json"]) == 0
+    expected = json.loads((EXAMPLES / "serial_mad" / "expected.json").read_text())
+    assert json.loads(capsys.readouterr().out)["buffers"] == expected["buffers"]
