@@ -45,9 +45,10 @@ def _file_loc(module: ir.Module) -> Location:
 
 
 def compile_kernel(module: ir.Module, kernel_name: str | None,
-                   limits: MachineLimits = MachineLimits()) -> Program:
+                   limits: MachineLimits = MachineLimits(),
+                   check_addresses: bool = False) -> Program:
     kernel = choose_kernel(module, kernel_name)
-    code, used_variables = select_kernel(module, kernel, limits.lanes)
+    code, used_variables = select_kernel(module, kernel, limits.lanes, check_addresses)
     changes = optimize(code)
     allocation = allocate(code, limits.registers, limits.predicates, kernel.name, kernel.loc,
                           module.source)

@@ -16,9 +16,10 @@ from qwengpu.ptx.selector import Selector
 from qwengpu.ptx.vcode import VInstr, VLabel
 
 
-def select_kernel(module: ir.Module, kernel: ir.Kernel, lanes: int = LANES
-                  ) -> tuple[list[VInstr | VLabel], set[str]]:
-    """Virtual code for one kernel, and the memory variables it uses."""
-    selector = Selector(module, kernel, lanes)
+def select_kernel(module: ir.Module, kernel: ir.Kernel, lanes: int = LANES,
+                  check_addresses: bool = False) -> tuple[list[VInstr | VLabel], set[str]]:
+    """Virtual code for one kernel, and the memory variables it uses; `check_addresses`
+    makes an access through a 64-bit address whose high word is not 0 trap."""
+    selector = Selector(module, kernel, lanes, check_addresses)
     code = selector.run()
     return code, selector.used_variables

@@ -63,8 +63,26 @@ def address(sel: Selector, operand) -> tuple[VReg, int | SymbolRef]:
             raise sel.error(f"parameter {base.name} can only be read with ld.param", base)
         sel.memory_variable(base)
         return ZERO, SymbolRef(base.name, operand.offset)
+    if sel.check_addresses and isinstance(base, ir.Register) and sel.is_wide_register(base):
+        return _checked_address(sel, *sel.pair(base)), operand.offset
     value = sel.value(base, 32)
     return sel.register(value), operand.offset
+
+
+def _checked_address(sel: Selector, low: Source, high: Source) -> VReg:
+    """The low word of a 64-bit address, with its top bit set when the high word is not 0
+    (the launch's `check_addresses`, docs/ptx.md "Memory").
+
+    Memory is addressed by the low word; an address at or past 2^32 bytes (or below 0) has a
+    high word that is not 0, and a GPU faults on it.  `high | -high` has its top bit set
+    exactly when `high` is not 0; OR-ing it (its two low bits cleared, so the alignment stays
+    the address's own) into the low word moves such an address past the 126 words, where the
+    access traps (`address out of range`) instead of wrapping.  It keeps every address's high
+    word alive, and its carries: four instructions an access and the high words' own."""
+    if isinstance(high, int) and high == 0:
+        return sel.register(low)
+    spread = sel.alu(Op.AND, sel.alu(Op.OR, high, sel.alu(Op.SUB, 0, high)), -4)
+    return sel.register(sel.alu(Op.OR, low, spread))
 
 
 def _offset(offset: int | SymbolRef, extra: int) -> int | SymbolRef:

@@ -64,8 +64,10 @@ def mask(width: int) -> int:
 class Selector:
     """Lowers one kernel; see the module docstring."""
 
-    def __init__(self, module: ir.Module, kernel: ir.Kernel, lanes: int = LANES):
+    def __init__(self, module: ir.Module, kernel: ir.Kernel, lanes: int = LANES,
+                 check_addresses: bool = False):
         self.module = module
+        self.check_addresses = check_addresses
         self.constant_symbols = {"WARP_SZ": lanes}
         self.kernel = kernel
         self.params = {param.name: param for param in kernel.params}
@@ -344,6 +346,12 @@ class Selector:
             return low, self.sign_word(low) if signed else 0
         low = self.value(operand, 32, False)
         return low, 0
+
+    def is_wide_register(self, operand: ir.Register) -> bool:
+        """A 64-bit general register (a (low, high) pair), not a special one."""
+        return operand.name not in SPECIAL_REGISTERS and \
+            operand.name not in CONSTANT_SPECIAL_REGISTERS and \
+            self.register_width(operand) == 64
 
     def sign_word(self, low: Source) -> Source:
         """0 or all ones: the high word of `low` sign-extended to 64 bits."""

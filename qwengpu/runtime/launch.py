@@ -30,6 +30,7 @@ from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, load_ma
                                            new_simulator, run_simulator, signed_word)
 
 LAUNCH_KEYS = ("source", "kernel", "grid", "block", "buffers", "args")
+OPTIONAL_KEYS = ("check_addresses",)    # docs/launch.md
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,8 @@ def launch_from_dict(data, base_dir: str = ".", limits: MachineLimits | None = N
         available = ", ".join(sorted(module.kernels)) or "none"
         raise source.error(f"{data['source']} has no kernel named {data['kernel']!r}; it has: "
                            f"{available}", "kernel")
-    program = compile_kernel(module, data["kernel"], limits)
+    program = compile_kernel(module, data["kernel"], limits,
+                             check_addresses=data.get("check_addresses", False))
     return _build(data, source_path, program, limits, source)
 
 
@@ -176,9 +178,11 @@ def _check_shape(data, source: _LaunchText):
         raise source.error("a launch file is a JSON object with the keys "
                            + ", ".join(LAUNCH_KEYS))
     for key in data:
-        if key not in LAUNCH_KEYS:
-            raise source.error(f"unknown key {key!r} (a launch has: {', '.join(LAUNCH_KEYS)})",
-                               key)
+        if key not in LAUNCH_KEYS + OPTIONAL_KEYS:
+            raise source.error(f"unknown key {key!r} (a launch has: {', '.join(LAUNCH_KEYS)}; "
+                               f"and may have: {', '.join(OPTIONAL_KEYS)})", key)
+    if not isinstance(data.get("check_addresses", False), bool):
+        raise source.error("'check_addresses' must be true or false", "check_addresses")
     missing = [key for key in LAUNCH_KEYS if key not in data]
     if missing:
         raise source.error("missing " + ", ".join(repr(key) for key in missing)
