@@ -36,7 +36,7 @@ from qwengpu.errors import UserError
 
 GATE_FLOOR = 200.0          # the gate on text is at most -GATE_FLOOR (exact 0 needs <= -89)
 ASCENT_STEPS = 400
-GOOD_MARGIN = 1.0           # enough: the gate strength is (GATE_FLOOR + reach) / margin
+GOOD_MARGIN = 0.25          # enough: the gate strength is (GATE_FLOOR + reach) / margin
 
 
 @dataclass

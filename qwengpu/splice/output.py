@@ -100,9 +100,12 @@ def quiet_dims(folded_text_rows, exclude: set[int]) -> list[int]:
     return [dim for dim in order if dim not in exclude]
 
 
-def base_write_bound(base) -> float:
+def base_write_bound(base, exact: bool = False) -> float:
     """A bound on the norm of what the base's layers add to any token, summed over its
-    layers (spectral norms, `|n(x)| <= sqrt(hidden) max|1 + w|`; docs/splice.md)."""
+    layers: products of the projections' spectral norms and `|n(x)| <= sqrt(hidden)
+    max|1 + w|` (docs/splice.md).  The spectral norms are bounded by Frobenius norms (one
+    pass over the weights), or with `exact` taken from singular values (minutes on a 2B
+    base, for when the looser bound asks too large a scale)."""
     text = base.text
     hidden = int(text["hidden_size"])
     total = 0.0
@@ -113,7 +116,10 @@ def base_write_bound(base) -> float:
             return base.tensor(prefix + name).double()
 
         def spectral(name):
-            return float(torch.linalg.matrix_norm(weight(name), ord=2))
+            tensor = base.tensor(prefix + name)
+            if not exact:   # bounds the spectral norm from above, in one pass
+                return float(tensor.double().norm())
+            return 1.01 * float(torch.linalg.svdvals(tensor.float())[0])   # 1%: fp32's rounding
 
         reach_in = math.sqrt(hidden) * float((1 + weight("input_layernorm.weight")).abs().max())
         reach_post = math.sqrt(hidden) * float(
