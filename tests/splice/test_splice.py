@@ -38,7 +38,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FORMS = {"text-untied-fp32": dict(tied=False, multimodal=False),
          "multimodal-tied-bf16-sharded": dict(tied=True, multimodal=True, dtype=torch.bfloat16,
                                               max_shard_size="20MB")}
-DECODE_TOKENS = 48
+DECODE_TOKENS = 16
 
 
 def reduced_flags() -> list[str]:
@@ -157,7 +157,9 @@ def test_launch_and_decode_speak_the_spliced_ids(spliced, tmp_path, capsys):
     from qwengpu.runtime.spliced import read_splice
     from qwengpu.trace.protocol import TraceProtocol
 
-    _, out, _ = spliced
+    _, out, options = spliced
+    if options["multimodal"]:
+        pytest.skip("the ids' shift does not depend on the form: the text form checks it")
     launch = str(EXAMPLES / "serial_mad" / "launch.json")
     assert main(["launch", launch, "--model", str(out), "-o", str(tmp_path / "p.json")]) == 0
     prompt = json.loads((tmp_path / "p.json").read_text())["input_ids"]
