@@ -29,6 +29,7 @@ from qwengpu.backend_torch.gadgets.core import DRIVES, Form, MlpWriter
 from qwengpu.backend_torch.emit import lm_head_table
 from qwengpu.backend_torch.residual import ONE_DIM, residual_rms
 from qwengpu.backend_torch.schedule import Schedule
+from qwengpu.errors import UserError
 
 SCALE_LIMIT = 2 ** 48        # residuals stay far from float32's range (3.4e38)
 
@@ -47,7 +48,6 @@ def concentrate_output(model, schedule: Schedule, groups) -> list[str]:
     dims = [dim for name in gone for dim in groups[name].dims]
     used = schedule.layer_units(last)
     if used + len(dims) > target.intermediate_size:
-        from qwengpu.errors import UserError
         raise UserError(f"the last compiled layer has {target.intermediate_size - used} free MLP "
                         f"units, the machine's output needs {len(dims)} to be concentrated "
                         f"({used + len(dims) - target.intermediate_size} too few)")
@@ -149,7 +149,6 @@ def choose_scale(bound: float, design_rms: float, hidden: int, row_norm: float,
     while scale < needed:
         scale *= 2
     if scale > SCALE_LIMIT:
-        from qwengpu.errors import UserError
         raise UserError(f"the base's layers may add up to {bound:.3g} to a machine token's "
                         f"residual: the machine would need a scale of {needed:.3g}, over the "
                         f"{SCALE_LIMIT:.3g} float32 allows")
