@@ -108,25 +108,36 @@ def _tensors(base, layers, embedding, machine_lm, placement):
 
 
 def _write_shards(directory: Path, tensors) -> None:
+    """Each shard written as soon as it holds SHARD_BYTES (only one is ever in memory), then
+    named `model-0000I-of-0000N.safetensors` once N is known, and the index."""
     from safetensors.torch import save_file
 
-    shards, current, size = [], {}, 0
+    files, weight_map, total = [], {}, 0
+    current, size = {}, 0
+
+    def flush():
+        file = directory / f"model-{len(files) + 1:05d}.safetensors"
+        save_file(current, str(file), metadata={"format": "pt"})
+        files.append(file)
+        for name in current:
+            weight_map[name] = len(files) - 1
+
     for name, tensor in tensors:
         current[name] = tensor
         size += tensor.numel() * tensor.element_size()
+        total += tensor.numel() * tensor.element_size()
         if size >= SHARD_BYTES:
-            shards.append(current)
+            flush()
             current, size = {}, 0
     if current:
-        shards.append(current)
-    weight_map, total = {}, 0
-    for index, shard in enumerate(shards):
-        file = f"model-{index + 1:05d}-of-{len(shards):05d}.safetensors"
-        save_file(shard, str(directory / file), metadata={"format": "pt"})
-        for name, tensor in shard.items():
-            weight_map[name] = file
-            total += tensor.numel() * tensor.element_size()
-    index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+        flush()
+    names = []
+    for index, file in enumerate(files):
+        name = f"model-{index + 1:05d}-of-{len(files):05d}.safetensors"
+        file.rename(directory / name)
+        names.append(name)
+    index = {"metadata": {"total_size": total},
+             "weight_map": {name: names[shard] for name, shard in sorted(weight_map.items())}}
     (directory / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
 
 

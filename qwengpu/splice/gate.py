@@ -47,24 +47,38 @@ class TextGate:
     tokens: int                  # text tokens it was found on
 
 
-def normalised(rows: torch.Tensor, eps: float) -> torch.Tensor:
-    """`Qwen3_5RMSNorm` with scale 1, in float64: what a compiled layer reads of a token."""
-    rows = rows.double()
-    return rows * torch.rsqrt(rows.pow(2).mean(-1, keepdim=True) + eps)
+CHUNK_ROWS = 16384          # text rows normalised at a time (a 248k vocabulary in pieces)
+
+
+def normalised(rows: torch.Tensor, eps: float, dims: list[int] | None = None) -> torch.Tensor:
+    """`Qwen3_5RMSNorm` with scale 1, in float64: what a compiled layer reads of a token
+    (only `dims` of it, when given), a chunk of rows at a time."""
+    pieces = []
+    for start in range(0, len(rows), CHUNK_ROWS):
+        chunk = rows[start:start + CHUNK_ROWS].double()
+        chunk = chunk * torch.rsqrt(chunk.pow(2).mean(-1, keepdim=True) + eps)
+        pieces.append(chunk if dims is None else chunk[:, dims])
+    return torch.cat(pieces)
 
 
 def choose_gate_dims(text_rows: torch.Tensor, count: int, eps: float) -> list[int]:
     """The `count` base dims where the normalised text embeddings keep one sign the best
     (|mean| / std largest), in increasing order."""
-    values = normalised(text_rows, eps)
-    score = values.mean(0).abs() / (values.std(0) + 1e-12)
+    total = squares = None
+    for start in range(0, len(text_rows), CHUNK_ROWS):
+        chunk = normalised(text_rows[start:start + CHUNK_ROWS], eps)
+        total = chunk.sum(0) if total is None else total + chunk.sum(0)
+        squares = chunk.pow(2).sum(0) if squares is None else squares + chunk.pow(2).sum(0)
+    mean = total / len(text_rows)
+    std = (squares / len(text_rows) - mean.pow(2)).clamp(min=0).sqrt()
+    score = mean.abs() / (std + 1e-12)
     return sorted(torch.argsort(score, descending=True)[:count].tolist())
 
 
 def separating_direction(text_rows: torch.Tensor, dims: list[int], eps: float) -> TextGate:
     """A unit `u` on `dims` with `u . n(e_t) < 0` for every text row, margin as large as a
-    short ascent finds; `UserError` when none is found."""
-    values = normalised(text_rows, eps)[:, dims]
+    short ascent finds (the caller judges the margin)."""
+    values = normalised(text_rows, eps, dims)
     direction = -values.mean(0)
     if float(direction.norm()) == 0.0:
         direction = -values[0]
@@ -97,7 +111,7 @@ def find_text_gate(text_rows: torch.Tensor, free: int, eps: float) -> TextGate:
             break
         count *= 2
     if best.margin <= 0:
-        values = normalised(text_rows, eps)[:, best.dims]
+        values = normalised(text_rows, eps, best.dims)
         wrong = int(((values @ best.direction) >= 0).sum())
         raise UserError(
             f"the base's text embeddings cannot be gated off: on the {free} residual dims the "

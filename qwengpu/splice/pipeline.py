@@ -122,6 +122,7 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
     free = list(range(used, hidden))
     erased = out.concentrate_output(model, schedule, groups)
     gate = find_text_gate(text_rows, len(free), eps)
+    del text_rows                     # 2 GB for a 248k vocabulary; the writer needs the room
     gate_dims = gate.dims
     counts = gate_model_off(model, gate, free[:len(gate_dims)])
     say(f"gate: margin {gate.margin:.4g} on {len(gate_dims)} of the {len(free)} free dims; "
