@@ -75,13 +75,10 @@ def spliced_config(base, layer_types: list[str], vocab_size: int) -> dict:
     text["num_hidden_layers"] = NUM_LAYERS + base.num_layers
     text["layer_types"] = list(layer_types) + list(base_types)
     text["vocab_size"] = vocab_size
+    config["tie_word_embeddings"] = text["tie_word_embeddings"] = False
     for part in (config, text):
-        if "tie_word_embeddings" in part or part is config:
-            part["tie_word_embeddings"] = False
-        for key in ("dtype", "torch_dtype"):
-            if key in part:
-                part[key] = "float32"
-    config["dtype"] = "float32"
+        part.pop("torch_dtype", None)
+        part["dtype"] = "float32"
     return config
 
 

@@ -139,8 +139,7 @@ def base_write_bound(base, exact: bool = False) -> float:
     return total
 
 
-def choose_scale(bound: float, design_rms: float, hidden: int, row_norm: float,
-                 margin: float) -> int:
+def choose_scale(bound: float, design_rms: float, row_norm: float, margin: float) -> int:
     """The smallest power of 2 SCALE for which `bound` moves no logit by more than
     margin / 4: a row of norm `row_norm` (final norm scale folded in) moves by at most
     `row_norm * 2 * bound / (SCALE * design_rms)`."""

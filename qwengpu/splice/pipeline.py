@@ -108,11 +108,11 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
     # a machine row with the final norm scale folded in is the design's: 33 dims at most
     row_norm = max(margin * design_rms * 33 ** 0.5, _max_row_norm(base, final_scale))
     try:
-        scale = out.choose_scale(bound, design_rms, hidden, row_norm, margin)
+        scale = out.choose_scale(bound, design_rms, row_norm, margin)
     except UserError:
         say(f"bound: {bound:.4g} from Frobenius norms asks too large a scale; singular values")
         bound = out.base_write_bound(base, exact=True)
-        scale = out.choose_scale(bound, design_rms, hidden, row_norm, margin)
+        scale = out.choose_scale(bound, design_rms, row_norm, margin)
     say(f"bound: the base's layers add at most {bound:.4g}; scale {scale}")
 
     design = Target(**{**target.__dict__, "rms_norm_eps": eps / scale ** 2})

@@ -89,18 +89,23 @@ def tokenizer_extent(tokenizer_json: dict) -> int:
     return max(ids, default=-1) + 1
 
 
+def read_json(path: Path, kind: str):
+    """A tokenizer file's JSON; `UserError` naming the file when it cannot be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UserError(f"{path}: cannot read the {kind}: {error.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{path}: not a {kind} (not JSON: {error})") from None
+
+
 def read_tokenizer_json(base_dir: Path) -> tuple[Path, dict]:
     """The base's tokenizer.json as a dict, refused unless it is a BPE model."""
     path = Path(base_dir) / TOKENIZER_JSON
     if not path.is_file():
         raise UserError(f"{path}: no such file; splicing needs the base's byte-level BPE "
                         f"{TOKENIZER_JSON}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UserError(f"{path}: cannot read the tokenizer: {error.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: not a tokenizer.json (not JSON: {error})") from None
+    data = read_json(path, "tokenizer.json")
     model = data.get("model") if isinstance(data, dict) else None
     if not isinstance(model, dict):
         raise UserError(f"{path}: not a tokenizer.json (no 'model' object)")
@@ -196,12 +201,7 @@ def extended_slow_vocab(base_dir: Path, spellings: Sequence[str], offset: int) -
     path = Path(base_dir) / SLOW_VOCAB_JSON
     if not path.is_file():
         return None
-    try:
-        vocab = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UserError(f"{path}: cannot read the vocab: {error.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: not a vocab.json (not JSON: {error})") from None
+    vocab = read_json(path, "vocab.json")
     if not isinstance(vocab, dict):
         raise UserError(f"{path}: not a vocab.json (not an object of TOKEN: id)")
     check_free(path, vocab, [], spellings, offset)

@@ -32,12 +32,11 @@ import torch
 
 from bases import QWEN35_2B_DIMS, make_base, text_ids
 from qwengpu.cli import main
-from test_splice import base_tokens, decode_logits, load
+from test_splice import base_reference, base_tokens, check_text_is_the_base, load
 
 pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-DECODE_TOKENS = 16
 PEAK_LIMIT_GB = 16.0
 
 
@@ -58,34 +57,12 @@ def test_text_logits_are_the_base(spliced):
     base_dir, out = spliced
     ids = torch.tensor([text_ids(base_dir)])
     known = base_tokens(base_dir)
-    base = load(base_dir, multimodal=False)
-    with torch.no_grad():
-        expected = base(ids).logits[0, :, :known]
-    base_stepped, _ = decode_logits(base, ids, DECODE_TOKENS)
-    del base
+    expected, base_stepped = base_reference(load(base_dir, multimodal=False), ids, known)
     gc.collect()
-
     model = load(out, multimodal=False)
     assert model.config.num_hidden_layers == 45 + QWEN35_2B_DIMS.num_layers
-    with torch.no_grad():
-        got = model(ids).logits[0]
-    assert torch.equal(got[:, :known], expected)
-    margin = got[:, :known].max(1).values - got[:, known:].max(1).values
-    print(f"\n2B dims: text margin over machine tokens, min {float(margin.min()):.3f} "
-          f"over {ids.shape[1]} positions")
-    assert float(margin.min()) > 0, "a machine token is the argmax on the base's text"
-    # Held to the base's own decode, not to the prefill: at this size transformers' decode
-    # and prefill logits of the base itself differ in the last bits (up to 6e-5).
-    stepped, cache = decode_logits(model, ids, DECODE_TOKENS)
-    assert torch.equal(stepped[:, :known], base_stepped[:, :known])
-    compiled_states = [state for layer in cache.layers[:45]
-                       for state in (getattr(layer, "recurrent_states", None) or {}).values()]
-    assert compiled_states, "no DeltaNet state found in the cache"
-    assert all(int(torch.count_nonzero(state)) == 0 for state in compiled_states)
-    base_states = [state for layer in cache.layers[45:]
-                   for state in (getattr(layer, "recurrent_states", None) or {}).values()]
-    assert any(int(torch.count_nonzero(state)) for state in base_states)  # a real check
-    del model, cache
+    check_text_is_the_base(model, ids, known, expected, base_stepped, "2B dims")
+    del model
     gc.collect()
 
 

@@ -229,6 +229,14 @@ def test_text_that_cannot_be_gated_off(made_base, tmp_path, refused):
     assert "The text gate" in err
 
 
+def test_a_margin_base_tokens_could_beat(made_base, tmp_path, refused):
+    """With --margin 1 the machine's answer scores 3; a base token can score more on a
+    machine position (about 10 on this base): refused, naming the margin that would do."""
+    err = refused(made_base, extra=("--margin", "1"))
+    assert "on a machine position, within 1 of the machine's 3: splice with a --margin of " \
+        "at least" in err
+
+
 def test_a_base_token_spelled_like_a_machine_token(made_base, tmp_path, refused):
     """Refused after the schedule (which gives the machine's tokens), before the weights."""
     from qwengpu.splice.vocab import machine_spelling
