@@ -36,7 +36,8 @@ from qwengpu.errors import UserError
 from qwengpu.runtime.launch import (Launch, LaunchResult, load_launch, machine_limits,
                                     run_launch_sim)
 from qwengpu.runtime.machine_file import checkpoint_machine
-from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, Machine, load_machine
+from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, check_max_records,
+                                           load_machine)
 from qwengpu.runtime.prompt import trace_cost
 from qwengpu.runtime.trace_format import format_trace
 
@@ -152,8 +153,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.max_records < 1:
-        raise UserError("--max-records must be at least 1")
+    check_max_records(args.max_records)
     if args.threads < 1:
         raise UserError("--threads must be at least 1")
     if args.check and args.backend != "model":

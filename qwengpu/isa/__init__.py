@@ -32,6 +32,9 @@ MEM_WORDS = 126        # global memory words
 PROG_WORDS = 128       # instruction slots
 WARPS = 8              # resident warps in one launch (all blocks together)
 MASK32 = 0xFFFF_FFFF
+# The most records one launch may run (the interpreter and the model runner stop there): the
+# PTX loader's address proofs rest on it (`qwengpu.ptx.ranges`, docs/ptx.md "Memory").
+MAX_LAUNCH_RECORDS = 1 << 24
 
 
 class Op(enum.IntEnum):

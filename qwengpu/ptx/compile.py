@@ -18,6 +18,7 @@ from qwengpu.ptx.nvcc import ptx_for_source
 from qwengpu.ptx.optimize import optimize, remove_branches_to_next
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import MachineLimits, Program, ProgramSlot
+from qwengpu.ptx.ranges import Facts, default_facts, proven_accesses
 from qwengpu.ptx.regalloc import Allocation, allocate
 from qwengpu.ptx.select import select_kernel
 from qwengpu.ptx.vcode import (TRUE, ZERO, LabelRef, ParamRef, SymbolRef, VInstr, VLabel, VPred,
@@ -45,10 +46,18 @@ def _file_loc(module: ir.Module) -> Location:
 
 
 def compile_kernel(module: ir.Module, kernel_name: str | None,
-                   limits: MachineLimits = MachineLimits(),
-                   check_addresses: bool = False) -> Program:
+                   limits: MachineLimits = MachineLimits(), check_addresses: bool = True,
+                   facts: Facts | None = None) -> Program:
+    """Machine code for a kernel.  With `check_addresses` an access through a 64-bit address
+    traps when the address leaves 32 bits, unless `qwengpu.ptx.ranges` proves it cannot,
+    from `facts` (default: `default_facts`, which any launch's buffer addresses satisfy)."""
     kernel = choose_kernel(module, kernel_name)
-    code, used_variables = select_kernel(module, kernel, limits.lanes, check_addresses)
+    proven, assumed = None, None
+    if check_addresses:
+        facts = facts or default_facts(kernel, limits, module.address_size // 8)
+        proven, assumed = proven_accesses(kernel, facts,
+                                          set(module.variables) | set(kernel.variables))
+    code, used_variables = select_kernel(module, kernel, limits.lanes, proven)
     changes = optimize(code)
     allocation = allocate(code, limits.registers, limits.predicates, kernel.name, kernel.loc,
                           module.source)
@@ -68,7 +77,7 @@ def compile_kernel(module: ir.Module, kernel_name: str | None,
                    registers_used=allocation.registers_used,
                    predicates_used=allocation.predicates_used, ptx_path=module.path,
                    ptx_source=module.source, pass_changes=changes,
-                   pointer_bytes=module.address_size // 8)
+                   pointer_bytes=module.address_size // 8, assumptions=assumed)
 
 
 def load_program(path: str, kernel_name: str | None,

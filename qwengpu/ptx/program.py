@@ -14,6 +14,7 @@ from qwengpu.errors import Location, PtxError
 from qwengpu.isa import MASK32, MEM_WORDS, PARAM_WORDS, PREDS, PROG_WORDS, REGS, WARPS, LANES
 from qwengpu.isa import Instruction
 from qwengpu.ptx import ir
+from qwengpu.ptx.ranges import Facts
 from qwengpu.ptx.vcode import SymbolRef
 
 
@@ -70,6 +71,8 @@ class Program:
     ptx_source: str
     pass_changes: dict[str, int] = field(default_factory=dict)
     pointer_bytes: int = 8           # a pointer parameter's size (`.address_size` / 8)
+    # what the address checks left out rest on (`qwengpu.ptx.ranges`); a launch must keep to it
+    assumptions: Facts | None = None
 
     def __len__(self) -> int:
         return len(self.slots)

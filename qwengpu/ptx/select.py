@@ -17,9 +17,11 @@ from qwengpu.ptx.vcode import VInstr, VLabel
 
 
 def select_kernel(module: ir.Module, kernel: ir.Kernel, lanes: int = LANES,
-                  check_addresses: bool = False) -> tuple[list[VInstr | VLabel], set[str]]:
-    """Virtual code for one kernel, and the memory variables it uses; `check_addresses`
-    makes an access through a 64-bit address whose high word is not 0 trap."""
-    selector = Selector(module, kernel, lanes, check_addresses)
+                  proven_addresses: set[int] | None = None
+                  ) -> tuple[list[VInstr | VLabel], set[str]]:
+    """Virtual code for one kernel, and the memory variables it uses.  An access through a
+    64-bit address traps when the address's high word is not 0, unless its instruction's
+    `id()` is in `proven_addresses` (`qwengpu.ptx.ranges`); None: no access is checked."""
+    selector = Selector(module, kernel, lanes, proven_addresses)
     code = selector.run()
     return code, selector.used_variables

@@ -9,8 +9,9 @@ addresses are the same on this machine, so `cvta` is a copy.
 
 from __future__ import annotations
 
-from qwengpu.isa import Op
+from qwengpu.isa import MASK32, Op
 from qwengpu.ptx import ir
+from qwengpu.ptx import select_wide as wide
 from qwengpu.ptx.selector import Selector, handles, mask
 from qwengpu.ptx.vcode import ZERO, LabelRef, ParamRef, Source, SymbolRef, VReg
 
@@ -63,8 +64,12 @@ def address(sel: Selector, operand) -> tuple[VReg, int | SymbolRef]:
             raise sel.error(f"parameter {base.name} can only be read with ld.param", base)
         sel.memory_variable(base)
         return ZERO, SymbolRef(base.name, operand.offset)
-    if sel.check_addresses and isinstance(base, ir.Register) and sel.is_wide_register(base):
-        return _checked_address(sel, *sel.pair(base)), operand.offset
+    if isinstance(base, ir.Register) and sel.is_wide_register(base) and \
+            sel.proven_addresses is not None and id(sel.ins) not in sel.proven_addresses:
+        # the offset is added in 64 bits first, so that no base + offset can wrap either
+        offset = operand.offset
+        address = wide.add(sel, sel.pair(base), (offset & MASK32, -(offset < 0) & MASK32))
+        return _checked_address(sel, *address), 0
     value = sel.value(base, 32)
     return sel.register(value), operand.offset
 
@@ -78,7 +83,8 @@ def _checked_address(sel: Selector, low: Source, high: Source) -> VReg:
     exactly when `high` is not 0; OR-ing it (its two low bits cleared, so the alignment stays
     the address's own) into the low word moves such an address past the 126 words, where the
     access traps (`address out of range`) instead of wrapping.  It keeps every address's high
-    word alive, and its carries: four instructions an access and the high words' own."""
+    word alive, and its carries: four instructions an access and the high words' own (only
+    where `qwengpu.ptx.ranges` cannot prove the address stays below 2^32)."""
     if isinstance(high, int) and high == 0:
         return sel.register(low)
     spread = sel.alu(Op.AND, sel.alu(Op.OR, high, sel.alu(Op.SUB, 0, high)), -4)

@@ -65,9 +65,9 @@ class Selector:
     """Lowers one kernel; see the module docstring."""
 
     def __init__(self, module: ir.Module, kernel: ir.Kernel, lanes: int = LANES,
-                 check_addresses: bool = False):
+                 proven_addresses: set[int] | None = None):
         self.module = module
-        self.check_addresses = check_addresses
+        self.proven_addresses = proven_addresses
         self.constant_symbols = {"WARP_SZ": lanes}
         self.kernel = kernel
         self.params = {param.name: param for param in kernel.params}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from qwengpu.errors import CapacityError, LaunchError, Location, UserError
 from qwengpu.isa import MASK32, RZ, Instruction, Trap
@@ -26,6 +26,7 @@ from qwengpu.ptx.compile import compile_kernel
 from qwengpu.ptx.nvcc import ptx_for_source
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import MachineLimits, Program
+from qwengpu.ptx.ranges import Facts, default_facts, kept_to
 from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, load_machine,
                                            new_simulator, run_simulator, signed_word)
 
@@ -164,9 +165,25 @@ def launch_from_dict(data, base_dir: str = ".", limits: MachineLimits | None = N
         available = ", ".join(sorted(module.kernels)) or "none"
         raise source.error(f"{data['source']} has no kernel named {data['kernel']!r}; it has: "
                            f"{available}", "kernel")
-    program = compile_kernel(module, data["kernel"], limits,
-                             check_addresses=data.get("check_addresses", False))
+    check = data.get("check_addresses", True)
+    facts = _launch_facts(data, module, limits) if check else None
+    program = compile_kernel(module, data["kernel"], limits, check_addresses=check, facts=facts)
     return _build(data, source_path, program, limits, source)
+
+
+def _launch_facts(data: dict, module: ir.Module, limits: MachineLimits) -> Facts:
+    """What the address analysis may assume of this launch: its grid and block, a buffer's
+    address for a pointer argument and an integer argument's own value (`qwengpu.ptx.ranges`;
+    `_param_words` checks the arguments themselves)."""
+    kernel = module.kernels[data["kernel"]]
+    general = default_facts(kernel, limits, module.address_size // 8)
+    params = dict(general.params)
+    for param, arg in zip(kernel.params, data["args"] if isinstance(data["args"], list) else []):
+        if _is_int(arg) and not param.is_array:
+            value = arg & ((1 << (8 * param.size_bytes)) - 1)
+            params[param.name] = (value, value)
+    return replace(general, block=(data["block"], data["block"]),
+                   grid=(data["grid"], data["grid"]), params=params)
 
 
 def _is_int(value) -> bool:
@@ -181,7 +198,7 @@ def _check_shape(data, source: _LaunchText):
         if key not in LAUNCH_KEYS + OPTIONAL_KEYS:
             raise source.error(f"unknown key {key!r} (a launch has: {', '.join(LAUNCH_KEYS)}; "
                                f"and may have: {', '.join(OPTIONAL_KEYS)})", key)
-    if not isinstance(data.get("check_addresses", False), bool):
+    if not isinstance(data.get("check_addresses", True), bool):
         raise source.error("'check_addresses' must be true or false", "check_addresses")
     missing = [key for key in LAUNCH_KEYS if key not in data]
     if missing:
@@ -236,11 +253,28 @@ def _build(data: dict, source_path: str, program: Program, limits: MachineLimits
         if region.kind == "variable":
             words = variable_words(program.variables[region.name])
             memory[region.base_word:region.base_word + len(words)] = words
-    params = _param_words(data["args"], data["buffers"], program, addresses, limits, source)
+    params, values = _param_words(data["args"], data["buffers"], program, addresses, limits,
+                                  source)
+    _check_assumptions(program, data, values, source)
     return Launch(source_path=source_path, kernel=program.kernel, grid=grid, block=block,
                   program=program, instructions=program.link(addresses), memory=memory,
                   params=params, regions=regions, limits=limits,
                   launch_path=source.path if source.path != "<launch>" else None)
+
+
+def _check_assumptions(program: Program, data: dict, param_values: dict[str, list[int]],
+                       source: _LaunchText):
+    """A program leaves out the address checks its assumptions make unneeded
+    (`Program.assumptions`); a launch outside them would run unchecked, so it is refused."""
+    if program.assumptions is None:
+        return
+    values = {name: sum(word << (32 * index) for index, word in enumerate(words))
+              for name, words in param_values.items()}
+    broken = kept_to(program.assumptions, data["block"], data["grid"], values)
+    if broken is not None:
+        raise source.error(f"this launch has {broken}, and the kernel's address checks were left "
+                           "out on that ground: compile the kernel for this launch (a launch "
+                           "file does)", "args")
 
 
 def _layout(buffers: dict, program: Program, limits: MachineLimits,
@@ -283,7 +317,9 @@ def variable_words(variable: ir.Variable) -> list[int]:
 
 
 def _param_words(args: list, buffers: dict, program: Program, addresses: dict[str, int],
-                 limits: MachineLimits, source: _LaunchText) -> list[int]:
+                 limits: MachineLimits, source: _LaunchText
+                 ) -> tuple[list[int], dict[str, list[int]]]:
+    """The machine's parameter words, and each parameter's words (the whole value)."""
     params = program.params
     if len(args) != len(params):
         listing = ", ".join(f"{param.name} (.{param.type}"
@@ -298,7 +334,7 @@ def _param_words(args: list, buffers: dict, program: Program, addresses: dict[st
     words = [0] * limits.param_words
     for slot, (name, word) in enumerate(program.param_slots):
         words[slot] = values[name][word] if word < len(values[name]) else 0
-    return words
+    return words, values
 
 
 def _argument_words(param: ir.Param, arg, buffers: dict, addresses: dict[str, int],

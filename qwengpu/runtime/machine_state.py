@@ -28,8 +28,8 @@ import qwengpu
 from qwengpu.dsl.elaborate import elaborate_source, load_design
 from qwengpu.dsl.interp import Simulator, compile_step
 from qwengpu.dsl.netlist import Design
-from qwengpu.errors import CapacityError, HdlError, LaunchError, Location
-from qwengpu.isa import MASK32, Instruction, Trap
+from qwengpu.errors import CapacityError, HdlError, LaunchError, Location, UserError
+from qwengpu.isa import MASK32, MAX_LAUNCH_RECORDS, Instruction, Trap
 
 DEFAULT_SPEC = Path(qwengpu.__file__).resolve().parents[1] / "specs" / "qwengpu.hdl"
 DEFAULT_MAX_RECORDS = 1_000_000
@@ -228,8 +228,18 @@ def unfinished_message(records: Sequence[dict[str, int]], max_records: int) -> s
             f"last {len(recent)} records ran " + "; ".join(described))
 
 
+def check_max_records(max_records: int):
+    """A launch runs 1 .. MAX_LAUNCH_RECORDS records: the loader's address proofs rest on the
+    bound (`qwengpu.ptx.ranges`)."""
+    if not 1 <= max_records <= MAX_LAUNCH_RECORDS:
+        raise UserError(f"--max-records must be 1 .. {MAX_LAUNCH_RECORDS} (the loader leaves out "
+                        "address checks that a longer launch could need; docs/ptx.md "
+                        f"\"Memory\"), not {max_records}")
+
+
 def run_simulator(sim: Simulator, max_records: int = DEFAULT_MAX_RECORDS) -> MachineRun:
     """Step a filled simulator until the machine stops; `LaunchError` past `max_records`."""
+    check_max_records(max_records)
     records = sim.run(max_records)
     if len(records) == max_records and sim.step() is not None:
         raise LaunchError(unfinished_message(records, max_records))

@@ -48,7 +48,8 @@ DEFAULT_ENGINE = "sparse"
 from qwengpu.runtime.decode import DecodedLaunch, launch_outcome
 from qwengpu.trace.decode import TraceDecoder
 from qwengpu.runtime.launch import Launch
-from qwengpu.runtime.machine_state import DEFAULT_MAX_RECORDS, new_simulator, unfinished_message
+from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, check_max_records, new_simulator,
+                                           unfinished_message)
 from qwengpu.runtime.prompt import as_machine, build_prompt
 from qwengpu.runtime.spliced import SplicedEngine, SplicedModel, read_splice
 
@@ -449,6 +450,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
     `progress_every` writes a progress line to stderr that often (seconds), terminal or not.
     `threads` shares the rows out over that many threads on the sparse engine (the ids do
     not depend on it)."""
+    check_max_records(max_records)
     model, protocol = loaded or load_checkpoint(model_dir, device, engine)
     rows = [_Row(launch, protocol, machine, check, max_records) for launch in launches]
     for row, earlier in zip(rows, resume_ids or []):

@@ -1,0 +1,124 @@
+"""The range analysis that lets the loader leave out address checks (`qwengpu.ptx.ranges`,
+docs/ptx.md "Memory"): its interval arithmetic on wrapping bits, the loops it bounds and the
+ones it must not, the records bound it rests on, and what it is for: every launch of the
+example corpus compiles to the same code with the checks as without them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ptx_harness import HEADER
+from qwengpu.cli import main
+from qwengpu.errors import CapacityError
+from qwengpu.isa import MAX_LAUNCH_RECORDS
+from qwengpu.ptx.parser import parse_ptx
+from qwengpu.ptx.program import MachineLimits
+from qwengpu.ptx.ranges import default_facts, fit, join, proven_accesses, signed_view, unsigned_view
+from qwengpu.runtime.launch import launch_from_dict
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_ranges_wrap_like_the_bits_they_stand_for():
+    assert fit(-1, 0, 32) == ((1 << 32) - 1, 1 << 32)           # -1..0: two values
+    assert signed_view(fit(-1, 0, 32), 32) == (-1, 0)
+    assert unsigned_view(fit(-1, 0, 32), 32) == (0, (1 << 32) - 1)   # 0xFFFFFFFF..0: all
+    assert fit(0, (1 << 32) - 1, 32) is None                    # every bit pattern
+    assert fit(5, 7, 8) == (5, 7) and fit(261, 263, 8) == (5, 7)
+    assert join((0, 0), fit(-1, -1, 32), 32) == fit(-1, 0, 32)   # not 0..0xFFFFFFFF
+    assert join((0, 3), (10, 12), 32) == (0, 12)
+    assert join(None, (1, 1), 32) is None
+    assert signed_view((0x8000_0000, 0x8000_0001), 32) == (-(1 << 31), -(1 << 31) + 1)
+    assert signed_view((0x7FFF_FFFF, 0x8000_0000), 32) == (-(1 << 31), (1 << 31) - 1)
+
+
+def _loop(step_pointer: str, step_counter: str = "add.s32 %r1, %r1, 1;") -> str:
+    """One thread sums `in` through a pointer it steps, counting to the u32 parameter n."""
+    return HEADER + f""".visible .entry k(.param .u64 k_in, .param .u64 k_out, .param .u32 k_n)
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [k_in];
+    ld.param.u64 %rd2, [k_out];
+    ld.param.u32 %r2, [k_n];
+    mov.u32 %r1, 1;
+    mov.u32 %r3, 0;
+$L_loop:
+    ld.global.u32 %r4, [%rd1];
+    add.s32 %r3, %r3, %r4;
+    {step_pointer}
+    {step_counter}
+    setp.lt.s32 %p1, %r1, %r2;
+    @%p1 bra $L_loop;
+    st.global.u32 [%rd2], %r3;
+    ret;
+}}
+"""
+
+
+def _proven(text: str) -> list[str]:
+    """The accesses (PTX text) whose address the analysis proves, under any launch's facts."""
+    module = parse_ptx(text, "k.ptx")
+    kernel = module.kernels["k"]
+    proven, _ = proven_accesses(kernel, default_facts(kernel, MachineLimits(), 8), set())
+    return [ins.text for ins in kernel.body if id(ins) in proven]
+
+
+def test_a_pointer_stepped_by_the_element_size_is_proven():
+    assert _proven(_loop("add.s64 %rd1, %rd1, 4;")) == ["ld.global.u32 %r4, [%rd1];",
+                                                        "st.global.u32 [%rd2], %r3;"]
+    # stepped through a copy, as nvcc writes a loop that counts down
+    copied = _loop("add.s64 %rd3, %rd1, -4;\n    mov.u64 %rd1, %rd3;")
+    assert "ld.global.u32 %r4, [%rd1];" in _proven(copied)
+
+
+@pytest.mark.parametrize("step", [
+    "add.s64 %rd1, %rd1, 1024;",                 # 2^24 records x 1024 bytes reach 2^34
+    "add.s64 %rd1, %rd1, %rd1;",                 # doubles: no step bound
+    "add.s64 %rd1, %rd1, %rd4;\n    cvt.u64.u32 %rd4, %r4;",   # a step the loop changes
+    "@%p1 add.s64 %rd3, %rd1, 4;\n    mov.u64 %rd1, %rd3;",    # a copy of a maybe-stale sum
+    "add.s64 %rd3, %rd1, 4;\n    mov.u64 %rd1, %rd3;\n    mov.u64 %rd3, 0;",
+])
+def test_a_pointer_the_analysis_cannot_bound_keeps_its_check(step):
+    assert _proven(_loop(step)) == ["st.global.u32 [%rd2], %r3;"]
+
+
+def test_the_bound_rests_on_the_records_limit(tmp_path, capsys):
+    assert MAX_LAUNCH_RECORDS == 1 << 24
+    launch = tmp_path / "launch.json"
+    launch.write_text(json.dumps({"source": str(EXAMPLES / "vector_add" / "kernel.ptx"),
+                                  **{key: value for key, value in json.loads(
+                                      (EXAMPLES / "vector_add" / "launch.json").read_text()).items()
+                                     if key != "source"}}))
+    assert main(["run", str(launch), "--max-records", str(MAX_LAUNCH_RECORDS + 1)]) == 1
+    assert "--max-records must be 1 .. 16777216" in capsys.readouterr().err
+    assert main(["run", str(launch), "--max-records", str(MAX_LAUNCH_RECORDS)]) == 0
+
+
+def _example_launches() -> list[Path]:
+    return sorted(path for path in EXAMPLES.rglob("launch.json"))
+
+
+def test_every_example_compiles_to_the_same_code_with_the_checks():
+    """The checks are the default because they cost the corpus nothing: every access of
+    every example is proven (a change to nvcc's output or the analysis that loses one shows
+    here, before the committed results of the corpus inside the model stop matching)."""
+    compared = 0
+    for path in _example_launches():
+        data = json.loads(path.read_text())
+        codes = []
+        for check in (True, False):
+            try:
+                launch = launch_from_dict({**data, "check_addresses": check},
+                                          base_dir=str(path.parent))
+            except CapacityError:
+                codes.append(None)
+                continue
+            codes.append([slot.instruction for slot in launch.program.slots])
+        assert codes[0] == codes[1], path.parent.name
+        compared += codes[0] is not None
+    assert compared >= 30
