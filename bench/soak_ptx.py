@@ -9,6 +9,11 @@ loader and run on the reference interpreter, and run by the plain PTX evaluator
 progress line every 100 kernels, then the counts and the time; a mismatch is shrunk and
 printed with its launch JSON (to save under tests/fuzz/regressions/).  `--budget` stops early
 after that many seconds.  The exit status is 1 on any mismatch or error.
+
+`--addresses` runs the address-check fuzz instead (`tests/fuzz/address_fuzz.py`): kernels
+whose one address may leave 32 bits; where the reference faults the machine must trap, and
+elsewhere the buffers must agree.  It also counts the faults and the kernels whose every
+access the loader proved.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ FUZZ = Path(__file__).resolve().parents[1] / "tests" / "fuzz"
 if str(FUZZ) not in sys.path:
     sys.path.insert(0, str(FUZZ))
 
+import tempfile  # noqa: E402
+
+from address_fuzz import address_outcomes, describe_disagreement, generate_address_case  # noqa: E402,E501
 from fuzz_differential import check_case, failure_report  # noqa: E402
 from ptx_generator import generate_case  # noqa: E402
 
@@ -34,7 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the first seed (0)")
     parser.add_argument("--budget", type=float, default=None,
                         help="stop after this many seconds (no limit)")
+    parser.add_argument("--addresses", action="store_true",
+                        help="the address-check fuzz (tests/fuzz/address_fuzz.py)")
     args = parser.parse_args(argv)
+    if args.addresses:
+        return soak_addresses(args)
     started = time.perf_counter()
     checked, mismatches, errors = 0, [], []
     for seed in range(args.seed, args.seed + args.kernels):
@@ -60,6 +72,33 @@ def main(argv: list[str] | None = None) -> int:
           f"{elapsed:.1f} s ({checked / elapsed:.1f} kernels/s): {len(mismatches)} "
           f"mismatches {mismatches}, {len(errors)} errors {errors}")
     return 1 if mismatches or errors else 0
+
+
+def soak_addresses(args) -> int:
+    started, counts, mismatches = time.perf_counter(), {"faults": 0, "proven": 0}, []
+    checked = 0
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in range(args.seed, args.seed + args.kernels):
+            if args.budget is not None and time.perf_counter() - started > args.budget:
+                print(f"budget of {args.budget:g} s spent")
+                break
+            case = generate_address_case(seed)
+            expected, got, proven = address_outcomes(case, Path(folder))
+            counts["faults"] += expected is None
+            counts["proven"] += proven
+            if expected != got:
+                mismatches.append(seed)
+                print(describe_disagreement(case, expected, got))
+            checked += 1
+            if checked % PROGRESS_EVERY == 0:
+                print(f"{checked} kernels, {time.perf_counter() - started:.1f} s, "
+                      f"{len(mismatches)} mismatches", flush=True)
+    elapsed = time.perf_counter() - started
+    print(f"checked {checked} address kernels (seeds {args.seed}..{args.seed + checked - 1}) in "
+          f"{elapsed:.1f} s: {counts['faults']} fault (the machine must trap), "
+          f"{counts['proven']} with every access proven; {len(mismatches)} mismatches "
+          f"{mismatches}")
+    return 1 if mismatches else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,135 @@
+"""Seeded random kernels whose addresses may leave 32 bits, and their differential check.
+
+Each kernel computes one address from `in`, its launch arguments and the thread's index,
+through random 32-bit arithmetic, `mul.wide` by large and negative factors, 64-bit adds,
+subtracts and shifts and maybe a loop that steps the pointer, then loads through it and
+stores the word into `out[tid]`; a third buffer fills the rest of the machine's memory.  The arguments mix small values with ones near 2^30, 2^32
+and 2^63, so many addresses land in memory, many far outside it, and some exactly 2^32 or
+2^33 bytes past a word of `in`: the addresses a loader that addressed memory by the low word
+would wrap.  `ptx_reference.py` faults on every address that is not a word of memory; the
+loader's default code must trap there too (`qwengpu.ptx.ranges` may leave a check out only
+where it cannot fire).  Only instructions the reference reads are written.
+
+`address_outcomes` runs a case both ways: from a launch file's contents (so the analysis sees
+the launch's arguments, as `hdlc run` does) on the reference interpreter, and through the
+reference.  Used by `test_address_fuzz.py` and `bench/soak_ptx.py --addresses`.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import ptx_reference
+from ptx_generator import FuzzCase
+from qwengpu.runtime.launch import launch_from_dict, run_launch_sim
+
+KERNEL = "addr"
+IN_WORDS = 8
+MEMORY_WORDS = 126                 # the default machine's
+WORDS_32 = [0, 1, 2, 3, 7, 0x3FFF_FFFF, 1 << 30, (1 << 30) + 1, 0x7FFF_FFFF, 0x8000_0000,
+            0xC000_0000, 0xFFFF_FFFF, 0xFFFF_FFFE, 0xFFFF_FFFC]
+WORDS_64 = [0, 4, 8, 1 << 32, (1 << 32) - 4, (1 << 32) + 4, 1 << 33, 1 << 63,
+            (1 << 64) - 4, (1 << 64) - (1 << 32), 0x7FFF_FFFF_FFFF_FFFC]
+WIDE_FACTORS = [1, 4, -4, 8, 1 << 28, 1 << 30, -(1 << 30), 1 << 31]
+OFFSETS = [0, 4, -4, 8, 28]
+STEPS = [4, -4, 8, 1 << 30, -(1 << 30), 1 << 31]
+OPS_32 = ["add.s32", "sub.s32", "mul.lo.s32", "shl.b32", "shr.u32", "shr.s32", "and.b32",
+          "or.b32", "min.s32", "max.u32"]
+
+
+def _source_32(rng: random.Random, defined: list[str]) -> str:
+    if rng.random() < 0.3:
+        return str(rng.choice([0, 1, 2, 4, 30, 31, 1 << 30, 0x7FFF_FFFF]))
+    return rng.choice(defined)
+
+
+def generate_address_case(seed: int) -> FuzzCase:
+    rng = random.Random(seed)
+    lines = [f".visible .entry {KERNEL}(.param .u64 {KERNEL}_in, .param .u64 {KERNEL}_out,",
+             f"    .param .u32 {KERNEL}_a, .param .u32 {KERNEL}_b, .param .u64 {KERNEL}_c)",
+             "{", "\t.reg .pred %p<2>;", "\t.reg .b32 %r<9>;", "\t.reg .b64 %rd<12>;",
+             f"\tld.param.u64 %rd0, [{KERNEL}_in];", f"\tld.param.u64 %rd1, [{KERNEL}_out];",
+             f"\tld.param.u32 %r0, [{KERNEL}_a];", f"\tld.param.u32 %r1, [{KERNEL}_b];",
+             f"\tld.param.u64 %rd2, [{KERNEL}_c];", "\tcvta.to.global.u64 %rd0, %rd0;",
+             "\tcvta.to.global.u64 %rd1, %rd1;", "\tmov.u32 %r2, %tid.x;"]
+    defined_32 = ["%r0", "%r1", "%r2"]
+    for target in ("%r3", "%r4", "%r5")[:rng.randint(0, 3)]:
+        op = rng.choice(OPS_32)
+        lines.append(f"\t{op} {target}, {rng.choice(defined_32)}, {_source_32(rng, defined_32)};")
+        defined_32.append(target)
+    index = rng.choice(defined_32)
+    lines.append(f"\tmul.wide.{rng.choice('su')}32 %rd3, {index}, {rng.choice(WIDE_FACTORS)};")
+    offset_64 = "%rd3"
+    if rng.random() < 0.5:
+        lines.append(f"\t{rng.choice(['add.s64', 'sub.s64'])} %rd4, %rd3, %rd2;")
+        offset_64 = "%rd4"
+    if rng.random() < 0.3:
+        lines.append(f"\tshl.b64 %rd5, {offset_64}, {rng.choice([1, 2, 31, 32])};")
+        offset_64 = "%rd5"
+    lines.append(f"\tadd.s64 %rd6, %rd0, {offset_64};")
+    offset = rng.choice(OFFSETS)
+    load = f"\tld.global.u32 %r6, [%rd6+{offset}];"            # nvcc's spelling: [%rd6+-4]
+    if rng.random() < 0.4:
+        trips = rng.randint(1, 3)
+        lines += ["\tmov.u32 %r7, 0;", "\tmov.u32 %r8, 0;", "$L_loop:", load,
+                  "\tadd.s32 %r8, %r8, %r6;", f"\tadd.s64 %rd6, %rd6, {rng.choice(STEPS)};",
+                  "\tadd.s32 %r7, %r7, 1;", f"\tsetp.lt.u32 %p1, %r7, {trips};",
+                  "\t@%p1 bra $L_loop;", "\tmov.u32 %r6, %r8;"]
+    else:
+        lines.append(load)
+    lines += ["\tmul.wide.u32 %rd7, %r2, 4;", "\tadd.s64 %rd8, %rd1, %rd7;",
+              "\tst.global.u32 [%rd8], %r6;", "\tret;", "}"]
+    block = 1        # one thread: with more, a read of `out` would race the others' stores
+    def word_32() -> int:                    # half of them small, as most indices are
+        if rng.random() < 0.5:
+            return rng.randrange(-IN_WORDS, IN_WORDS) & 0xFFFF_FFFF
+        return rng.choice(WORDS_32)
+
+    args = ["in", "out", word_32(), word_32(),
+            rng.choice(WORDS_64[:3]) if rng.random() < 0.5 else rng.choice(WORDS_64)]
+    # `rest` fills the memory the buffers leave, so that every word of the machine's memory
+    # is a word of the reference's too, and only an address outside it faults there
+    buffers = {"in": [rng.randrange(1 << 32) for _ in range(IN_WORDS)], "out": [0] * block,
+               "rest": [rng.randrange(1 << 32) for _ in range(MEMORY_WORDS - IN_WORDS - block)]}
+    text = ".version 9.0\n.target sm_80\n.address_size 64\n\n" + "\n".join(lines) + "\n"
+    return FuzzCase(seed=seed, ptx=text, grid=1, block=block, buffers=buffers, args=args)
+
+
+Outcome = dict[str, list[int]] | None          # the buffers, or None for a fault / a trap
+
+
+def address_outcomes(case: FuzzCase, folder: Path, check: bool = True
+                     ) -> tuple[Outcome, Outcome, bool]:
+    """(the reference's buffers or None if it faults, the machine's or None if it traps,
+    whether the loader proved every access: its code is the code without checks)."""
+    try:
+        expected = ptx_reference.run_ptx(case.ptx, case.grid, case.block, case.buffers,
+                                         case.args)
+    except ptx_reference.PtxReferenceError as error:
+        if "is not a word of memory" not in str(error):
+            raise
+        expected = None
+    (folder / f"{KERNEL}.ptx").write_text(case.ptx)
+    launch = _launch(case, folder, check)
+    proven = _code(launch) == _code(_launch(case, folder, not check))
+    result = run_launch_sim(launch)
+    if result.trap is not None:
+        return expected, None, proven
+    got = {name: [word & 0xFFFF_FFFF for word in words]
+           for name, words in result.as_json()["buffers"].items()}
+    return expected, got, proven
+
+
+def describe_disagreement(case: FuzzCase, expected: Outcome, got: Outcome) -> str:
+    return (f"seed {case.seed}: reference {'faults' if expected is None else expected}, "
+            f"machine {'traps' if got is None else got}\n{case.ptx}args {case.args}")
+
+
+def _launch(case: FuzzCase, folder: Path, check: bool):
+    return launch_from_dict({**case.launch_json(f"{KERNEL}.ptx"), "kernel": KERNEL,
+                             "check_addresses": check}, base_dir=str(folder))
+
+
+def _code(launch) -> list:
+    return [slot.instruction for slot in launch.program.slots]
