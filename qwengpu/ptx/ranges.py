@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from qwengpu.isa import MAX_LAUNCH_RECORDS
-from qwengpu.ptx import ir
+from qwengpu.ptx import cfg, ir
 
 Range = tuple[int, int] | None          # lo..hi as integers congruent to the bits; None: any
 
@@ -107,106 +107,27 @@ def _products(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
     return min(corners), max(corners)
 
 
-# ---- the control-flow graph ---------------------------------------------------------------------
-
-
-@dataclass
-class _Block:
-    statements: list[ir.Instruction]
-    successors: list[int] = field(default_factory=list)
-    predecessors: list[int] = field(default_factory=list)
-
-
-def _blocks(body: list[ir.Statement]) -> list[_Block]:
-    blocks, label_block, current = [], {}, []
-    for statement in body:
-        if isinstance(statement, ir.Label):
-            if current:
-                blocks.append(_Block(current))
-                current = []
-            label_block[statement.name] = len(blocks)
-            continue
-        current.append(statement)
-        if statement.opcode in ("bra", "ret", "exit", "brx", "trap"):
-            blocks.append(_Block(current))
-            current = []
-    blocks.append(_Block(current))
-    for index, block in enumerate(blocks):
-        last = block.statements[-1] if block.statements else None
-        ends = last is not None and last.guard is None and last.opcode in ("bra", "ret", "exit",
-                                                                         "brx", "trap")
-        if last is not None and last.opcode == "bra" and last.operands:
-            target = last.operands[0]
-            if isinstance(target, ir.Symbol) and target.name in label_block:
-                block.successors.append(label_block[target.name])
-        if not ends and index + 1 < len(blocks):
-            block.successors.append(index + 1)
-    for index, block in enumerate(blocks):
-        for successor in block.successors:
-            blocks[successor].predecessors.append(index)
-    return blocks
-
-
-def _loops(blocks: list[_Block]) -> tuple[dict[int, set[int]], set[int], dict[int, set[int]]]:
-    """Natural loops by header (header -> its blocks), every head of a cycle (the targets
-    of edges back in depth-first order, where widening happens), and each block's
-    dominators."""
-    order, seen, on_stack, back_edges = [], set(), set(), []
-
-    def visit(start: int):
-        stack = [(start, iter(blocks[start].successors))]
-        seen.add(start)
-        on_stack.add(start)
-        while stack:
-            node, successors = stack[-1]
-            for successor in successors:
-                if successor in on_stack:
-                    back_edges.append((node, successor))
-                elif successor not in seen:
-                    seen.add(successor)
-                    on_stack.add(successor)
-                    stack.append((successor, iter(blocks[successor].successors)))
-                    break
-            else:
-                stack.pop()
-                on_stack.discard(node)
-                order.append(node)
-
-    visit(0)
-    dominators = _dominators(blocks, order[::-1])
-    loops, heads = {}, {head for _, head in back_edges}
-    for head in heads:
-        latches = [latch for latch, target in back_edges if target == head]
-        if not all(head in dominators[latch] for latch in latches):
-            continue                                    # entered in the middle: irreducible
-        body, work = {head}, list(latches)
-        while work:
-            node = work.pop()
-            if node not in body:
-                body.add(node)
-                work.extend(blocks[node].predecessors)
-        loops[head] = body
-    return loops, heads, dominators
-
-
-def _dominators(blocks: list[_Block], reverse_postorder: list[int]) -> dict[int, set[int]]:
-    reachable = set(reverse_postorder)
-    dominators = {node: set(reachable) for node in reachable}
-    dominators[0] = {0}
-    changed = True
-    while changed:
-        changed = False
-        for node in reverse_postorder[1:]:
-            incoming = [dominators[p] for p in blocks[node].predecessors if p in reachable]
-            new = set.intersection(*incoming) | {node} if incoming else {node}
-            if new != dominators[node]:
-                dominators[node], changed = new, True
-    return dominators
-
-
 # ---- the analysis -------------------------------------------------------------------------------
 
-State = dict[str, Range]                 # a register not in it is any value
+@dataclass(frozen=True)
+class Comparison:
+    """What a predicate holds: `setp.CMP.TYPE p, a, b` (a and b: ("reg", name) or ("imm",
+    value)), kept while neither a nor b is written again."""
+
+    cmp: str
+    type_name: str
+    a: tuple
+    b: tuple
+
+    def mentions(self, name: str) -> bool:
+        return ("reg", name) in (self.a, self.b)
+
+
+# a register not in it is any value; a predicate in it holds the comparison it names
+State = dict[str, "Range | Comparison"]
+
+_NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le",
+            "lo": "hs", "hs": "lo", "ls": "hi", "hi": "ls"}
 
 
 def proven_accesses(kernel: ir.Kernel, facts: Facts, variables: set[str]
@@ -251,8 +172,8 @@ class _Analysis:
         self.kernel, self.facts, self.variables = kernel, facts, variables
         self.widths = {name: ir.type_width(type_name)
                        for name, type_name in kernel.registers.items()}
-        self.blocks = _blocks(kernel.body)
-        self.loops, self.heads, self.dominators = _loops(self.blocks)
+        self.blocks = cfg.blocks(kernel.body)
+        self.loops, self.heads, self.dominators = cfg.loops(self.blocks)
         self.written = {head: {name for index in body for ins in self.blocks[index].statements
                                for name in _destination_names(ins)}
                         for head, body in self.loops.items()}
@@ -271,11 +192,54 @@ class _Analysis:
             for ins in self.blocks[index].statements:
                 self._step(state, ins)
             for successor in self.blocks[index].successors:
-                new = self._widen(successor, state, visits)
+                incoming = self._along(index, successor, state)
+                if incoming is None:
+                    continue                            # the branch cannot go this way
+                new = self._widen(successor, incoming, visits)
                 if new is not None:
                     self.states[successor] = new
                     if successor not in work:
                         work.append(successor)
+
+    def _along(self, index: int, successor: int, state: State) -> State | None:
+        """The state on the edge to `successor`: narrowed by what the block's guarded branch
+        knows of its predicate that way, or None if it cannot be taken."""
+        block = self.blocks[index]
+        last = block.statements[-1] if block.statements else None
+        fall_through = index + 1
+        if last is None or last.opcode != "bra" or last.guard is None or \
+                block.taken == fall_through:
+            return state
+        fact = state.get(last.guard.register)
+        if not isinstance(fact, Comparison):
+            return state
+        taken = successor == block.taken
+        return self._narrowed(state, fact, holds=taken != last.guard.negated)
+
+    def _narrowed(self, state: State, fact: Comparison, holds: bool) -> State | None:
+        """`state` where `fact` holds (or does not): each register compared is kept to the
+        values that can make it so; None if none can."""
+        cmp = fact.cmp if holds else _NEGATED[fact.cmp]
+        width = ir.type_width(fact.type_name)
+        signed = ir.is_signed(fact.type_name) and cmp not in ("lo", "ls", "hi", "hs")
+        view = signed_view if signed else unsigned_view
+        (a_lo, a_hi), (b_lo, b_hi) = (view(self._read(state, _operand(side), width), width)
+                                      for side in (fact.a, fact.b))
+        strict = 1 if cmp in ("lt", "lo", "gt", "hi") else 0
+        if cmp in ("lt", "lo", "le", "ls"):
+            a_hi, b_lo = min(a_hi, b_hi - strict), max(b_lo, a_lo + strict)
+        elif cmp in ("gt", "hi", "ge", "hs"):
+            a_lo, b_hi = max(a_lo, b_lo + strict), min(b_hi, a_hi - strict)
+        elif cmp == "eq":
+            a_lo = b_lo = max(a_lo, b_lo)
+            a_hi = b_hi = min(a_hi, b_hi)
+        if a_lo > a_hi or b_lo > b_hi:
+            return None
+        narrowed = dict(state)
+        for side, lo, hi in ((fact.a, a_lo, a_hi), (fact.b, b_lo, b_hi)):
+            if side[0] == "reg" and self.widths.get(side[1]) == width:
+                narrowed[side[1]] = fit(lo, hi, width)
+        return narrowed
 
     def _widen(self, index: int, incoming: State, visits: list[int]) -> State | None:
         """The block's new entry state with `incoming` joined in, or None if it is unchanged.
@@ -285,7 +249,7 @@ class _Analysis:
         old = self.states[index]
         if old is None:
             return dict(incoming)
-        new = {name: join(value, incoming.get(name), self.widths.get(name, 64))
+        new = {name: _merge(value, incoming.get(name), self.widths.get(name, 64))
                for name, value in old.items() if name in incoming}
         new = {name: value for name, value in new.items() if value is not None}
         if index in self.heads:
@@ -369,16 +333,17 @@ class _Analysis:
         return (lo, hi) if ins.opcode == "add" else (-hi, -lo)
 
     def proven(self) -> set[int]:
+        """The accesses proven safe; those in a block no launch keeping to the facts reaches
+        (a branch the facts decide) are too: they never run."""
         proven = set()
         for block, entry in zip(self.blocks, self.states):
-            if entry is None:
-                continue
-            state = dict(entry)
+            state = dict(entry) if entry is not None else None
             for ins in block.statements:
-                if ins.opcode in ("ld", "st", "atom", "red", "prefetch") and self._safe(state,
-                                                                                        ins):
+                if ins.opcode in ("ld", "st", "atom", "red", "prefetch") and \
+                        (state is None or self._safe(state, ins)):
                     proven.add(id(ins))
-                self._step(state, ins)
+                if state is not None:
+                    self._step(state, ins)
         return proven
 
     def _safe(self, state: State, ins: ir.Instruction) -> bool:
@@ -396,13 +361,20 @@ class _Analysis:
     # ---- one instruction -------------------------------------------------------------------------
 
     def _step(self, state: State, ins: ir.Instruction):
+        if ins.opcode == "setp":
+            self._compare(state, ins)
+            return
         names = _destination_names(ins)
         if not names:
             return
+        for fact_name in [key for key, fact in state.items()
+                          if isinstance(fact, Comparison) and any(map(fact.mentions, names))]:
+            del state[fact_name]
         value = self._value(state, ins)
         for name in names:
             width = self.widths.get(name)
             if width is None or width == 1:
+                state.pop(name, None)             # a predicate written otherwise: unknown
                 continue
             result = value if len(names) == 1 else None
             value_width = _type_width(ins)
@@ -417,6 +389,21 @@ class _Analysis:
                 state.pop(name, None)
             else:
                 state[name] = result
+
+    def _compare(self, state: State, ins: ir.Instruction):
+        """`setp.CMP.TYPE p, a, b`: p holds the comparison (anything else: p unknown)."""
+        first = ins.operands[0] if ins.operands else None
+        for name in ((first.first, first.second) if isinstance(first, ir.RegisterPair) else
+                     (first.name,) if isinstance(first, ir.Register) else ()):
+            state.pop(name, None)
+        types = [m for m in ins.modifiers if m in ir.INTEGER_TYPES]
+        cmps = [m for m in ins.modifiers if m in _NEGATED]
+        if ins.guard is not None or not isinstance(first, ir.Register) or len(types) != 1 \
+                or len(cmps) != 1 or len(ins.modifiers) != 2 or len(ins.operands) != 3:
+            return
+        sides = [_side(operand) for operand in ins.operands[1:]]
+        if None not in sides:
+            state[first.name] = Comparison(cmps[0], types[0], *sides)
 
     def _value(self, state: State, ins: ir.Instruction) -> Range:
         """The range of what `ins` writes, at the width of its type; None when unknown."""
@@ -510,7 +497,7 @@ class _Analysis:
             return special if special is None else fit(*special, width)
         register_width = self.widths.get(operand.name)
         value = state.get(operand.name)
-        if register_width is None or value is None:
+        if register_width is None or value is None or isinstance(value, Comparison):
             return None
         if register_width >= width:
             return fit(*value, width)
@@ -528,6 +515,27 @@ class _Analysis:
         if name in ranges:
             return ranges[name]
         return None if name.startswith("%") and name not in self.widths else False
+
+
+def _merge(a, b, width: int):
+    """Two states' ranges joined; two predicates' comparisons kept only if the same."""
+    if isinstance(a, Comparison) or isinstance(b, Comparison):
+        return a if a == b else None
+    return join(a, b, width)
+
+
+def _side(operand) -> tuple | None:
+    if isinstance(operand, ir.Register):
+        return "reg", operand.name
+    if isinstance(operand, ir.Immediate):
+        return "imm", operand.value
+    return None
+
+
+def _operand(side: tuple):
+    """A comparison's side back as an operand `_read` takes."""
+    kind, value = side
+    return ir.Register(value, None) if kind == "reg" else ir.Immediate(value, str(value), None)
 
 
 def _type_width(ins: ir.Instruction) -> int | None:

@@ -1,8 +1,9 @@
 """Seeded random kernels whose addresses may leave 32 bits, and their differential check.
 
 Each kernel computes one address from `in`, its launch arguments and the thread's index,
-through random 32-bit arithmetic, `mul.wide` by large and negative factors, 64-bit adds,
-subtracts and shifts and maybe a loop that steps the pointer, then loads through it and
+through random 32-bit arithmetic, maybe a bounds check of the index that branches around the
+rest, `mul.wide` by large and negative factors, 64-bit adds, subtracts and shifts and maybe a
+loop that steps the pointer, then loads through it and
 stores the word into `out[tid]`; a third buffer fills the rest of the machine's memory.  The arguments mix small values with ones near 2^30, 2^32
 and 2^63, so many addresses land in memory, many far outside it, and some exactly 2^32 or
 2^33 bytes past a word of `in`: the addresses a loader that addressed memory by the low word
@@ -59,6 +60,13 @@ def generate_address_case(seed: int) -> FuzzCase:
         lines.append(f"\t{op} {target}, {rng.choice(defined_32)}, {_source_32(rng, defined_32)};")
         defined_32.append(target)
     index = rng.choice(defined_32)
+    guarded = rng.random() < 0.4
+    if guarded:        # a bounds check first, as CUDA code writes one (the analysis narrows)
+        compare = rng.choice(["lt.s32", "lt.u32", "lo.u32", "le.s32", "gt.s32", "ge.u32",
+                              "eq.s32", "ne.u32"])
+        bound = rng.choice(["8", "0", "3", "%r0", "%r1", "2147483647"])
+        lines += ["\tmov.u32 %r6, 0;", f"\tsetp.{compare} %p0, {index}, {bound};",
+                  f"\t@{rng.choice(['', '!'])}%p0 bra $L_skip;"]
     lines.append(f"\tmul.wide.{rng.choice('su')}32 %rd3, {index}, {rng.choice(WIDE_FACTORS)};")
     offset_64 = "%rd3"
     if rng.random() < 0.5:
@@ -78,6 +86,8 @@ def generate_address_case(seed: int) -> FuzzCase:
                   "\t@%p1 bra $L_loop;", "\tmov.u32 %r6, %r8;"]
     else:
         lines.append(load)
+    if guarded:
+        lines.append("$L_skip:")
     lines += ["\tmul.wide.u32 %rd7, %r2, 4;", "\tadd.s64 %rd8, %rd1, %rd7;",
               "\tst.global.u32 [%rd8], %r6;", "\tret;", "}"]
     block = 1        # one thread: with more, a read of `out` would race the others' stores

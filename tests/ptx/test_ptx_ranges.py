@@ -87,6 +87,51 @@ def test_a_pointer_the_analysis_cannot_bound_keeps_its_check(step):
     assert _proven(_loop(step)) == ["st.global.u32 [%rd2], %r3;"]
 
 
+def _gather(check: str) -> str:
+    """One thread loads an index from `in` and, past a bounds check, `in[index]`."""
+    return HEADER + f""".visible .entry k(.param .u64 k_in, .param .u64 k_out)
+{{
+    .reg .pred %p<2>;
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [k_in];
+    ld.param.u64 %rd2, [k_out];
+    mov.u32 %r2, 0;
+    ld.global.u32 %r1, [%rd1];
+    {check}
+    mul.wide.s32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r2, [%rd4];
+$L_out:
+    st.global.u32 [%rd2], %r2;
+    ret;
+}}
+"""
+
+
+GATHER = "ld.global.u32 %r2, [%rd4];"
+
+
+def test_a_bounds_check_before_an_access_proves_it():
+    assert GATHER in _proven(_gather("setp.ge.u32 %p1, %r1, 8;\n    @%p1 bra $L_out;"))
+    assert GATHER in _proven(_gather("setp.lo.u32 %p1, %r1, 8;\n    @!%p1 bra $L_out;"))
+    # both signed halves, as `if (i >= 0 && i < 8)` compiles without the unsigned trick
+    both = "setp.lt.s32 %p1, %r1, 0;\n    @%p1 bra $L_out;\n    setp.gt.s32 %p1, %r1, 7;" \
+           "\n    @%p1 bra $L_out;"
+    assert GATHER in _proven(_gather(both))
+
+
+@pytest.mark.parametrize("check", [
+    "",                                                       # no check: any index
+    "setp.ge.s32 %p1, %r1, 8;\n    @%p1 bra $L_out;",         # signed: -2^31 still passes
+    "setp.ge.u32 %p1, %r1, 8;\n    @!%p1 bra $L_out;",        # the wrong way round
+    # the index is loaded again between the compare and the branch: the compare is stale
+    "setp.ge.u32 %p1, %r1, 8;\n    ld.global.u32 %r1, [%rd1+4];\n    @%p1 bra $L_out;",
+])
+def test_a_check_that_does_not_bound_the_index_proves_nothing(check):
+    assert GATHER not in _proven(_gather(check))
+
+
 def test_the_bound_rests_on_the_records_limit(tmp_path, capsys):
     assert MAX_LAUNCH_RECORDS == 1 << 24
     launch = tmp_path / "launch.json"
