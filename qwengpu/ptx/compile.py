@@ -1,7 +1,8 @@
 """The PTX loader pipeline: parse, select, optimise, allocate, assemble.
 
     module  = parse_ptx(text)                       # qwengpu.ptx.parser
-    code    = select_kernel(module, kernel)         # qwengpu.ptx.select (virtual code)
+    proven  = proven_accesses(kernel, facts, ...)   # qwengpu.ptx.ranges (checks not needed)
+    code    = select_kernel(module, kernel, 4, proven)  # qwengpu.ptx.select (virtual code)
     optimize(code)                                  # qwengpu.ptx.optimize
     alloc   = allocate(code, 15, 7, ...)            # qwengpu.ptx.regalloc
     program = assemble(code, alloc, ...)            # here: machine instructions
