@@ -123,8 +123,20 @@ class Comparison:
         return ("reg", name) in (self.a, self.b)
 
 
-# a register not in it is any value; a predicate in it holds the comparison it names
-State = dict[str, "Range | Comparison"]
+@dataclass(frozen=True)
+class Junction:
+    """What `and.pred`/`or.pred` of two compared predicates holds: both comparisons when it is
+    true (and), neither when it is false (or), as nvcc writes `if (j >= 0 && j < n)`."""
+
+    op: str
+    parts: tuple[Comparison, Comparison]
+
+    def mentions(self, name: str) -> bool:
+        return any(part.mentions(name) for part in self.parts)
+
+
+# a register not in it is any value; a predicate in it holds the comparison(s) it names
+State = dict[str, "Range | Comparison | Junction"]
 
 _NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le",
             "lo": "hs", "hs": "lo", "ls": "hi", "hi": "ls"}
@@ -211,10 +223,15 @@ class _Analysis:
                 block.taken == fall_through:
             return state
         fact = state.get(last.guard.register)
-        if not isinstance(fact, Comparison):
-            return state
-        taken = successor == block.taken
-        return self._narrowed(state, fact, holds=taken != last.guard.negated)
+        holds = (successor == block.taken) != last.guard.negated
+        if isinstance(fact, Comparison):
+            return self._narrowed(state, fact, holds)
+        if isinstance(fact, Junction) and holds == (fact.op == "and"):
+            for part in fact.parts:
+                state = self._narrowed(state, part, holds)
+                if state is None:
+                    return None
+        return state
 
     def _narrowed(self, state: State, fact: Comparison, holds: bool) -> State | None:
         """`state` where `fact` holds (or does not): each register compared is kept to the
@@ -368,8 +385,16 @@ class _Analysis:
         if not names:
             return
         for fact_name in [key for key, fact in state.items()
-                          if isinstance(fact, Comparison) and any(map(fact.mentions, names))]:
+                          if isinstance(fact, (Comparison, Junction))
+                          and any(map(fact.mentions, names))]:
             del state[fact_name]
+        if ins.opcode in ("and", "or") and ins.modifiers == ("pred",) and ins.guard is None:
+            parts = tuple(state.get(operand.name) for operand in ins.operands[1:]
+                          if isinstance(operand, ir.Register))
+            state.pop(ins.operands[0].name, None)
+            if len(parts) == 2 and all(isinstance(part, Comparison) for part in parts):
+                state[ins.operands[0].name] = Junction(ins.opcode, parts)
+            return
         value = self._value(state, ins)
         for name in names:
             width = self.widths.get(name)
@@ -497,7 +522,7 @@ class _Analysis:
             return special if special is None else fit(*special, width)
         register_width = self.widths.get(operand.name)
         value = state.get(operand.name)
-        if register_width is None or value is None or isinstance(value, Comparison):
+        if register_width is None or value is None or isinstance(value, (Comparison, Junction)):
             return None
         if register_width >= width:
             return fit(*value, width)
@@ -519,7 +544,7 @@ class _Analysis:
 
 def _merge(a, b, width: int):
     """Two states' ranges joined; two predicates' comparisons kept only if the same."""
-    if isinstance(a, Comparison) or isinstance(b, Comparison):
+    if isinstance(a, (Comparison, Junction)) or isinstance(b, (Comparison, Junction)):
         return a if a == b else None
     return join(a, b, width)
 

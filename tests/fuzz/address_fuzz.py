@@ -65,8 +65,16 @@ def generate_address_case(seed: int) -> FuzzCase:
         compare = rng.choice(["lt.s32", "lt.u32", "lo.u32", "le.s32", "gt.s32", "ge.u32",
                               "eq.s32", "ne.u32"])
         bound = rng.choice(["8", "0", "3", "%r0", "%r1", "2147483647"])
-        lines += ["\tmov.u32 %r6, 0;", f"\tsetp.{compare} %p0, {index}, {bound};",
-                  f"\t@{rng.choice(['', '!'])}%p0 bra $L_skip;"]
+        lines.append("\tmov.u32 %r6, 0;")
+        if rng.random() < 0.5:
+            lines += [f"\tsetp.{compare} %p0, {index}, {bound};",
+                      f"\t@{rng.choice(['', '!'])}%p0 bra $L_skip;"]
+        else:          # both ends, joined as nvcc joins `j >= 0 && j < n`
+            low, high = rng.choice([("lt.s32", "ge.s32"), ("ge.s32", "lt.s32"),
+                                    ("lt.s32", "gt.u32")])
+            lines += [f"\tsetp.{low} %p0, {index}, 0;", f"\tsetp.{high} %p1, {index}, {bound};",
+                      f"\t{rng.choice(['or', 'and'])}.pred %p0, %p0, %p1;",
+                      f"\t@{rng.choice(['', '!'])}%p0 bra $L_skip;"]
     lines.append(f"\tmul.wide.{rng.choice('su')}32 %rd3, {index}, {rng.choice(WIDE_FACTORS)};")
     offset_64 = "%rd3"
     if rng.random() < 0.5:

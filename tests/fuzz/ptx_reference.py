@@ -264,6 +264,9 @@ class Machine:
             self.memory[address] = thread.read(ops[1], 32, instruction)
         elif name == "cvta" and parts[1:3] == ["to", "global"]:
             thread.write(ops[0], thread.read(ops[1], 64, instruction), 64)
+        elif name in ("and", "or", "xor") and parts[1:] == ["pred"]:   # logic on predicates
+            a, b = (thread.predicate(operand, instruction) for operand in ops[1:3])
+            thread.write(ops[0], {"and": a and b, "or": a or b, "xor": a != b}[name])
         else:
             execute_arithmetic(instruction, thread)
 

@@ -181,14 +181,20 @@ $L__loop:
     st.global.u32 [%rd1+48], %r7;
     setp.hi.u32 %p3, %r2, %r1;
     @!%p3 st.global.u32 [%rd1+52], %r1;
-    @%p3 st.global.u32 [%rd1+52], %r2;""")
+    @%p3 st.global.u32 [%rd1+52], %r2;
+    or.pred %p0, %p0, %p1;
+    and.pred %p1, %p0, %p1;
+    selp.b32 %r3, 7, 9, %p0;
+    selp.b32 %r4, 7, 9, %p1;
+    st.global.u32 [%rd1+56], %r3;
+    st.global.u32 [%rd1+60], %r4;""")
 
 
 def test_reference_edge_semantics():
-    buffers = {"in": [11, 22, 33], "out": [0] * 14}
+    buffers = {"in": [11, 22, 33], "out": [0] * 16}
     out = run_both(EDGES, 1, 1, buffers, ["in", "out", 0])["out"]
     assert out == [0, 0xFFFF_FFFF, 1, 0xFFFF_FFFF, 2, 7, 9, 0xFFFF_FFFE, 3, 5,
-                   0xFFFF_FFFF, 1 + 2 + 3 + 4, 22, 0xFFFF_FFFE]
+                   0xFFFF_FFFF, 1 + 2 + 3 + 4, 22, 0xFFFF_FFFE, 7, 9]   # or/and.pred: 7, 9
 
 
 @pytest.mark.parametrize("body, message", [

@@ -357,7 +357,7 @@ def _release(text: str) -> str | None:
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
-@pytest.mark.parametrize("name", ["arith", "control", "wide", "memory", "unsupported"])
+@pytest.mark.parametrize("name", ["arith", "control", "wide", "memory", "unsupported", "bounds"])
 def test_checked_in_ptx_is_what_nvcc_makes(name):
     """Exactly the same text from the same nvcc release; from another release, the same text
     apart from the header comments that name the compiler, or a skip if the code changed."""

@@ -17,7 +17,7 @@ from qwengpu.isa import MAX_LAUNCH_RECORDS
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import MachineLimits
 from qwengpu.ptx.ranges import default_facts, fit, join, proven_accesses, signed_view, unsigned_view
-from qwengpu.runtime.launch import launch_from_dict
+from qwengpu.runtime.launch import launch_from_dict, run_launch_sim
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -167,3 +167,32 @@ def test_every_example_compiles_to_the_same_code_with_the_checks():
         assert codes[0] == codes[1], path.parent.name
         compared += codes[0] is not None
     assert compared >= 30
+
+
+BOUNDS = Path(__file__).resolve().parent / "data" / "bounds.ptx"     # nvcc's, from bounds.cu
+INDICES = [0, 3, -1, 1 << 30]
+
+
+def _gather_launch(kernel: str, check: bool = True):
+    args = ["idx", "a", "out", 4, 4] if kernel == "gather_checked" else ["idx", "a", "out", 4]
+    return launch_from_dict({"source": str(BOUNDS), "kernel": kernel, "grid": 1, "block": 4,
+                             "buffers": {"idx": INDICES, "a": [10, 11, 12, 13],
+                                         "out": [0, 0, 0, 0]},
+                             "args": args, "check_addresses": check})
+
+
+def test_nvccs_bounds_checked_gather_needs_no_check():
+    """nvcc writes `j >= 0 && j < n` as two setp and an or.pred before the branch."""
+    assert "or.pred" in BOUNDS.read_text()
+    launch = _gather_launch("gather_checked")
+    assert [slot.instruction for slot in launch.program.slots] == \
+        [slot.instruction for slot in _gather_launch("gather_checked", False).program.slots]
+    result = run_launch_sim(launch)
+    assert result.trap is None and result.as_json()["buffers"]["out"] == [10, 13, -1, -1]
+
+
+def test_an_unchecked_gather_keeps_its_check_and_traps_past_four_gigabytes():
+    launch = _gather_launch("gather_unchecked")
+    assert len(launch.program.slots) > len(_gather_launch("gather_unchecked", False).program.slots)
+    result = run_launch_sim(launch)
+    assert result.trap is not None and "address out of range" in result.trap.message
