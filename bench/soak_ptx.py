@@ -29,7 +29,8 @@ if str(FUZZ) not in sys.path:
 
 import tempfile  # noqa: E402
 
-from address_fuzz import address_outcomes, describe_disagreement, generate_address_case  # noqa: E402,E501
+from address_fuzz import (address_outcomes, describe_disagreement,  # noqa: E402
+                          generate_address_case)
 from fuzz_differential import check_case, failure_report  # noqa: E402
 from ptx_generator import generate_case  # noqa: E402
 

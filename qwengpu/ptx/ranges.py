@@ -7,16 +7,19 @@ analysis proves the address is in (M - 2^32, 2^32) (M = the memory's bytes): bel
 address's low word is past the memory anyway, and the access traps without help.
 
 It is an abstract interpretation over the PTX control-flow graph with one interval per
-register.  An interval holds the values a register may have as integers congruent to its bits
+register. An interval holds the values a register may have as integers congruent to its bits
 (`None`: any bits); `unsigned_view` and `signed_view` read it as the instruction's type does.
 What it starts from (`Facts`): the launch's grid and block, and each parameter's range (its
 value when the launch gives one, else `default_facts`: a buffer address for a parameter of the
-pointer size, anything for the others).  Loops are cut short by widening, with one bound that
+pointer size, anything for the others). A predicate remembers the comparison that set it
+(`Comparison`, or two joined by and/or: `Junction`) until a register compared is written, and a
+guarded branch narrows each way to the values that go that way; a block no launch keeping to
+the facts reaches needs no check at all. Loops are cut short by widening, with one bound that
 is not an interval's: a launch runs at most `MAX_LAUNCH_RECORDS` records (the interpreter and
 the model runner refuse more), so an instruction runs at most that often in a thread, and a
 register a loop changes only by adding or subtracting a step it does not change itself moves at
-most MAX_LAUNCH_RECORDS steps from where it entered the loop.  That covers the loops nvcc
-writes: counters, and pointers stepped by the element size.  Anything else in a loop (products
+most MAX_LAUNCH_RECORDS steps from where it entered the loop. That covers the loops nvcc
+writes: counters, and pointers stepped by the element size. Anything else in a loop (products
 of changing values, values loaded from memory) is any value, and its accesses keep the check.
 """
 

@@ -3,13 +3,13 @@
 Each kernel computes one address from `in`, its launch arguments and the thread's index,
 through random 32-bit arithmetic, maybe a bounds check of the index that branches around the
 rest, `mul.wide` by large and negative factors, 64-bit adds, subtracts and shifts and maybe a
-loop that steps the pointer, then loads through it and
-stores the word into `out[tid]`; a third buffer fills the rest of the machine's memory.  The arguments mix small values with ones near 2^30, 2^32
-and 2^63, so many addresses land in memory, many far outside it, and some exactly 2^32 or
-2^33 bytes past a word of `in`: the addresses a loader that addressed memory by the low word
-would wrap.  `ptx_reference.py` faults on every address that is not a word of memory; the
+loop that steps the pointer, then loads through it and stores the word into `out[tid]`; a third
+buffer fills the rest of the machine's memory. The arguments mix small values with ones near
+2^30, 2^32 and 2^63, so many addresses land in memory, many far outside it, and some exactly
+2^32 or 2^33 bytes past a word of `in`: the addresses a loader that addressed memory by the low
+word would wrap. `ptx_reference.py` faults on every address that is not a word of memory; the
 loader's default code must trap there too (`qwengpu.ptx.ranges` may leave a check out only
-where it cannot fire).  Only instructions the reference reads are written.
+where it cannot fire). Only instructions the reference reads are written.
 
 `address_outcomes` runs a case both ways: from a launch file's contents (so the analysis sees
 the launch's arguments, as `hdlc run` does) on the reference interpreter, and through the
