@@ -391,7 +391,8 @@ class _Analysis:
                           if isinstance(fact, (Comparison, Junction))
                           and any(map(fact.mentions, names))]:
             del state[fact_name]
-        if ins.opcode in ("and", "or") and ins.modifiers == ("pred",) and ins.guard is None:
+        if ins.opcode in ("and", "or") and ins.modifiers == ("pred",) and ins.guard is None \
+                and isinstance(ins.operands[0], ir.Register):
             parts = tuple(state.get(operand.name) for operand in ins.operands[1:]
                           if isinstance(operand, ir.Register))
             state.pop(ins.operands[0].name, None)
