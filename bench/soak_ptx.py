@@ -46,60 +46,54 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--addresses", action="store_true",
                         help="the address-check fuzz (tests/fuzz/address_fuzz.py)")
     args = parser.parse_args(argv)
-    if args.addresses:
-        return soak_addresses(args)
+    if not args.addresses:
+        return soak(args, "kernels", lambda seed: _differential(generate_case(seed)))
+    counts = {"fault (each must trap)": 0, "with every access proven": 0}
+    with tempfile.TemporaryDirectory() as folder:
+
+        def check_addresses(seed: int) -> str | None:
+            case = generate_address_case(seed)
+            expected, got, proven = address_outcomes(case, Path(folder))
+            counts["fault (each must trap)"] += expected is None
+            counts["with every access proven"] += proven
+            return None if expected == got else describe_disagreement(case, expected, got)
+
+        return soak(args, "address kernels", check_addresses, counts)
+
+
+def _differential(case) -> str | None:
+    difference = check_case(case)
+    return None if difference is None else failure_report(case, difference)
+
+
+def soak(args, what: str, check, counts: dict[str, int] | None = None) -> int:
+    """Run `check(seed)` (None, or the report of a mismatch) over the seeds, within the
+    budget, with progress lines; print the totals (and `counts`, which `check` keeps)."""
     started = time.perf_counter()
     checked, mismatches, errors = 0, [], []
     for seed in range(args.seed, args.seed + args.kernels):
         if args.budget is not None and time.perf_counter() - started > args.budget:
             print(f"budget of {args.budget:g} s spent")
             break
-        case = generate_case(seed)
         try:
-            difference = check_case(case)
+            report = check(seed)
         except Exception as error:       # a generated kernel one side refused: a bug here
             errors.append(seed)
             print(f"seed {seed}: {type(error).__name__}: {error}")
-            difference = None
-        if difference is not None:
+            report = None
+        if report is not None:
             mismatches.append(seed)
-            print(failure_report(case, difference))
+            print(report)
         checked += 1
         if checked % PROGRESS_EVERY == 0:
-            print(f"{checked} kernels, {time.perf_counter() - started:.1f} s, "
+            print(f"{checked} {what}, {time.perf_counter() - started:.1f} s, "
                   f"{len(mismatches)} mismatches, {len(errors)} errors", flush=True)
     elapsed = time.perf_counter() - started
-    print(f"checked {checked} kernels (seeds {args.seed}..{args.seed + checked - 1}) in "
-          f"{elapsed:.1f} s ({checked / elapsed:.1f} kernels/s): {len(mismatches)} "
-          f"mismatches {mismatches}, {len(errors)} errors {errors}")
+    extra = "".join(f", {count} {name}" for name, count in (counts or {}).items())
+    print(f"checked {checked} {what} (seeds {args.seed}..{args.seed + checked - 1}) in "
+          f"{elapsed:.1f} s ({checked / max(elapsed, 1e-9):.1f} a second){extra}: "
+          f"{len(mismatches)} mismatches {mismatches}, {len(errors)} errors {errors}")
     return 1 if mismatches or errors else 0
-
-
-def soak_addresses(args) -> int:
-    started, counts, mismatches = time.perf_counter(), {"faults": 0, "proven": 0}, []
-    checked = 0
-    with tempfile.TemporaryDirectory() as folder:
-        for seed in range(args.seed, args.seed + args.kernels):
-            if args.budget is not None and time.perf_counter() - started > args.budget:
-                print(f"budget of {args.budget:g} s spent")
-                break
-            case = generate_address_case(seed)
-            expected, got, proven = address_outcomes(case, Path(folder))
-            counts["faults"] += expected is None
-            counts["proven"] += proven
-            if expected != got:
-                mismatches.append(seed)
-                print(describe_disagreement(case, expected, got))
-            checked += 1
-            if checked % PROGRESS_EVERY == 0:
-                print(f"{checked} kernels, {time.perf_counter() - started:.1f} s, "
-                      f"{len(mismatches)} mismatches", flush=True)
-    elapsed = time.perf_counter() - started
-    print(f"checked {checked} address kernels (seeds {args.seed}..{args.seed + checked - 1}) in "
-          f"{elapsed:.1f} s: {counts['faults']} fault (the machine must trap), "
-          f"{counts['proven']} with every access proven; {len(mismatches)} mismatches "
-          f"{mismatches}")
-    return 1 if mismatches else 0
 
 
 if __name__ == "__main__":

@@ -2,14 +2,18 @@
 
 `blocks(body)` cuts the body at labels and after branches, returns and traps, and links each
 block to the ones it can go to (a guarded branch to its target and the next block).
-`loops(blocks)` finds the heads of cycles (targets of edges back in depth-first order from
-block 0), the natural loop of each head that dominates its back edges, and each block's
-dominators.  Used by the range analysis (`qwengpu.ptx.ranges`).
+`loops(blocks)` finds each block's dominators and the natural loops (a back edge goes to a
+block that dominates its tail; the loop is what reaches the tail without passing the head),
+with networkx; a cycle that is entered midway (no such head: not in nvcc's output) is
+reported too, so that the analysis can widen everywhere on it.  Used by the range analysis
+(`qwengpu.ptx.ranges`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import networkx as nx
 
 from qwengpu.ptx import ir
 
@@ -55,57 +59,33 @@ def blocks(body: list[ir.Statement]) -> list[Block]:
 
 
 def loops(graph: list[Block]) -> tuple[dict[int, set[int]], set[int], dict[int, set[int]]]:
-    """Natural loops by header (header -> its blocks), every head of a cycle (the targets
-    of edges back in depth-first order, where widening happens), and each block's
-    dominators."""
-    order, seen, on_stack, back_edges = [], set(), set(), []
-
-    def visit(start: int):
-        stack = [(start, iter(graph[start].successors))]
-        seen.add(start)
-        on_stack.add(start)
-        while stack:
-            node, successors = stack[-1]
-            for successor in successors:
-                if successor in on_stack:
-                    back_edges.append((node, successor))
-                elif successor not in seen:
-                    seen.add(successor)
-                    on_stack.add(successor)
-                    stack.append((successor, iter(graph[successor].successors)))
-                    break
-            else:
-                stack.pop()
-                on_stack.discard(node)
-                order.append(node)
-
-    visit(0)
-    dominators = _dominators(graph, order[::-1])
-    natural, heads = {}, {head for _, head in back_edges}
-    for head in heads:
-        latches = [latch for latch, target in back_edges if target == head]
-        if not all(head in dominators[latch] for latch in latches):
-            continue                                    # entered in the middle: irreducible
-        body, work = {head}, list(latches)
-        while work:
-            node = work.pop()
-            if node not in body:
-                body.add(node)
-                work.extend(graph[node].predecessors)
-        natural[head] = body
-    return natural, heads, dominators
-
-
-def _dominators(graph: list[Block], reverse_postorder: list[int]) -> dict[int, set[int]]:
-    reachable = set(reverse_postorder)
-    dominators = {node: set(reachable) for node in reachable}
-    dominators[0] = {0}
-    changed = True
-    while changed:
-        changed = False
-        for node in reverse_postorder[1:]:
-            incoming = [dominators[p] for p in graph[node].predecessors if p in reachable]
-            new = set.intersection(*incoming) | {node} if incoming else {node}
-            if new != dominators[node]:
-                dominators[node], changed = new, True
-    return dominators
+    """Natural loops by head (head -> its blocks), the blocks where widening must happen (every
+    natural loop's head, and every block of a cycle entered midway, which has none), and each
+    reachable block's dominators (networkx's immediate dominators, followed up)."""
+    edges = nx.DiGraph()
+    edges.add_nodes_from(range(len(graph)))
+    edges.add_edges_from((index, successor) for index, block in enumerate(graph)
+                         for successor in block.successors)
+    reachable = edges.subgraph(nx.descendants(edges, 0) | {0}).copy()
+    immediate = nx.immediate_dominators(reachable, 0)
+    dominators = {}
+    for node in reachable:
+        chain, current = {node}, node
+        while current != 0:
+            current = immediate[current]
+            chain.add(current)
+        dominators[node] = chain
+    back_edges = [(tail, head) for tail, head in reachable.edges if head in dominators[tail]]
+    forward = reachable.copy()
+    forward.remove_edges_from(back_edges)
+    irreducible = set().union(*(component for component in
+                                nx.strongly_connected_components(forward)
+                                if len(component) > 1))
+    natural = {}
+    for head in {head for _, head in back_edges} - irreducible:
+        inside = reachable.copy()
+        inside.remove_node(head)
+        natural[head] = {head}.union(*({tail} | (nx.ancestors(inside, tail) if tail != head
+                                                 else set())
+                                       for tail, target in back_edges if target == head))
+    return natural, set(natural) | irreducible, dominators

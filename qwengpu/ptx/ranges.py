@@ -29,11 +29,10 @@ from dataclasses import dataclass, field, replace
 
 from qwengpu.isa import MAX_LAUNCH_RECORDS
 from qwengpu.ptx import cfg, ir
+from qwengpu.ptx.selector import CONSTANT_SPECIAL_REGISTERS
 
 Range = tuple[int, int] | None          # lo..hi as integers congruent to the bits; None: any
 
-_CONSTANT_SPECIAL = {"%tid.y": 0, "%tid.z": 0, "%ntid.y": 1, "%ntid.z": 1, "%ctaid.y": 0,
-                     "%ctaid.z": 0, "%nctaid.y": 1, "%nctaid.z": 1}
 _NO_DESTINATION = {"st", "bra", "ret", "exit", "bar", "barrier", "membar", "fence", "trap",
                    "red", "prefetch", "prefetchu", "brkpt", "pmevent", "nanosleep", "setp"}
 _WIDENING_VISITS = 3                     # joins at a loop head before it widens
@@ -536,8 +535,8 @@ class _Analysis:
     def _special(self, name: str):
         """A special register's range, None if unknown, False if `name` is not special."""
         facts = self.facts
-        if name in _CONSTANT_SPECIAL:
-            return _CONSTANT_SPECIAL[name], _CONSTANT_SPECIAL[name]
+        if name in CONSTANT_SPECIAL_REGISTERS:
+            return CONSTANT_SPECIAL_REGISTERS[name], CONSTANT_SPECIAL_REGISTERS[name]
         ranges = {"%tid.x": (0, facts.block[1] - 1), "%ntid.x": facts.block,
                   "%ctaid.x": (0, facts.grid[1] - 1), "%nctaid.x": facts.grid,
                   "%laneid": (0, facts.lanes - 1), "%warpid": (0, facts.warps - 1)}
