@@ -14,6 +14,7 @@ from ptx_harness import HEADER
 from qwengpu.cli import main
 from qwengpu.errors import CapacityError
 from qwengpu.isa import MAX_LAUNCH_RECORDS
+from qwengpu.ptx.cfg import Block, loops
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import MachineLimits
 from qwengpu.ptx.ranges import default_facts, fit, join, proven_accesses, signed_view, unsigned_view
@@ -33,6 +34,28 @@ def test_ranges_wrap_like_the_bits_they_stand_for():
     assert join(None, (1, 1), 32) is None
     assert signed_view((0x8000_0000, 0x8000_0001), 32) == (-(1 << 31), -(1 << 31) + 1)
     assert signed_view((0x7FFF_FFFF, 0x8000_0000), 32) == (-(1 << 31), (1 << 31) - 1)
+
+
+def test_loops_dominators_and_cycles_entered_midway():
+    """Block graphs drawn by hand: 0 -> 1 -> 2 -> 3 with 2 looping on itself and 3 back to 1
+    (nested natural loops), and 0 branching into both 1 and 2 of a 1 <-> 2 cycle (no head
+    dominates it: every block of it must widen)."""
+    nested = [Block([], [1]), Block([], [2]), Block([], [2, 3]), Block([], [1, 4]), Block([], [])]
+    natural, heads, dominators = loops(nested)
+    assert natural == {1: {1, 2, 3}, 2: {2}} and heads == {1, 2}
+    assert dominators[4] == {0, 1, 2, 3, 4}
+    midway = [Block([], [1, 2]), Block([], [2]), Block([], [1, 3]), Block([], [])]
+    natural, heads, dominators = loops(midway)
+    assert natural == {} and heads == {1, 2} and dominators[2] == {0, 2}
+
+
+def test_a_pointer_stepped_round_a_cycle_entered_midway_keeps_its_check():
+    text = _loop("add.s64 %rd1, %rd1, 4;").replace(
+        "    mov.u32 %r3, 0;\n", "    mov.u32 %r3, 0;\n    setp.eq.u32 %p1, %r2, 0;\n"
+        "    @%p1 bra $L_middle;\n").replace("    add.s32 %r3, %r3, %r4;\n",
+                                            "$L_middle:\n    add.s32 %r3, %r3, %r4;\n")
+    assert "$L_middle:" in text and "@%p1 bra $L_middle;" in text
+    assert _proven(text) == ["st.global.u32 [%rd2], %r3;"]
 
 
 def _loop(step_pointer: str, step_counter: str = "add.s32 %r1, %r1, 1;") -> str:
