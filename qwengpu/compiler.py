@@ -44,7 +44,7 @@ from qwengpu.backend_torch.target import Target, load_target
 from qwengpu.backend_torch.verify import verify_plan, verify_schedule
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.dsl.netlist import format_design
-from qwengpu.errors import UserError
+from qwengpu.errors import UserError, check_output_location
 from qwengpu.ir import build_graph, format_graph, verify
 from qwengpu.passes import DEFAULT_PIPELINE, run_passes
 from qwengpu.passes import format_stats as format_pass_stats
@@ -131,14 +131,13 @@ def compile(spec: str, target: "str | Target" = "min", *, params: dict[str, int]
 
 
 def _check_output(directory: Path) -> None:
-    """The checkpoint directory must be one the write step can fill: refused before any
-    weight is built.  An existing checkpoint directory is written over."""
+    """The checkpoint directory must be one the write step can fill (missing folders above it
+    are created then): refused before any weight is built.  An existing checkpoint
+    directory is written over."""
     if directory.exists() and not directory.is_dir():
         raise UserError(f"{directory}: exists and is not a directory (the checkpoint is a "
                         "directory of files)")
-    parent = directory.resolve().parent
-    if not parent.is_dir():
-        raise UserError(f"{directory}: its folder {parent} does not exist")
+    check_output_location(directory, "checkpoint")
 
 
 def _print_dump(name: str, text: str) -> None:

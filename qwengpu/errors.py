@@ -58,8 +58,41 @@ class UserError(Exception):
         return f"{head}\n{line}\n{caret}"
 
 
+def check_output_location(path, what: str = "output") -> None:
+    """Refuse an output path whose missing folders could not be created (as `save_pretrained`
+    and compilers do, missing parent folders are made when the output is written): the
+    nearest folder above it that exists must be a writable directory.  Nothing is created
+    here, so a refused or failed command leaves nothing behind."""
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    ancestor = path.absolute().parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UserError(f"{path}: cannot write the {what}: {ancestor} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UserError(f"{path}: cannot write the {what}: the folder {ancestor} is not "
+                        "writable")
+
+
+def make_parent_folders(path, what: str = "output") -> None:
+    """Create the folders above an output path; a path they cannot be made for is a
+    `UserError` with the reason."""
+    from pathlib import Path
+
+    check_output_location(path, what)
+    try:
+        Path(path).absolute().parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"{path}: cannot write the {what}: {error.strerror}") from None
+
+
 def write_output(path, text: str, what: str = "output") -> None:
-    """Write a text file the user named; a path that cannot be written is a `UserError`."""
+    """Write a text file the user named, creating missing folders above it; a path that
+    cannot be written is a `UserError`."""
+    make_parent_folders(path, what)
     try:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -20,7 +20,7 @@ import sys
 
 from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.commands.run import add_machine_arguments, chosen_machine
-from qwengpu.errors import UserError
+from qwengpu.errors import write_output
 from qwengpu.runtime.launch import load_launch, machine_limits
 from qwengpu.runtime.machine_state import Machine
 from qwengpu.runtime.prompt import build_prompt
@@ -64,11 +64,7 @@ def run(args: argparse.Namespace) -> int:
             ids = [token_id + spliced.offset for token_id in ids]
         text = json.dumps({"input_ids": ids}) + "\n"
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as error:
-            raise UserError(f"cannot write {args.output}: {error.strerror}") from None
+        write_output(args.output, text, "prompt")
         print(f"{args.output}: {len(ids)} prompt tokens", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from qwengpu.errors import make_parent_folders
 from qwengpu.backend_torch.schedule import format_schedule
 from qwengpu.backend_torch.target import NUM_LAYERS
 from qwengpu.runtime.machine_file import write_machine_file
@@ -143,6 +144,7 @@ def write_spliced(base, output: Path, layers, layer_types, embedding, machine_lm
     partial = output.parent / f".{output.name}.partial"
     if partial.exists():
         shutil.rmtree(partial)
+    make_parent_folders(output, "spliced checkpoint")
     partial.mkdir()
     try:
         for path in sorted(base.directory.iterdir()):

@@ -30,7 +30,7 @@ from typing import Callable
 import torch
 
 from qwengpu.backend_torch.target import NUM_LAYERS, Target
-from qwengpu.errors import UserError
+from qwengpu.errors import UserError, check_output_location
 from qwengpu.splice import output as out
 from qwengpu.splice.assemble import permute_hidden, write_spliced
 from qwengpu.splice.base import Base, read_base
@@ -83,8 +83,7 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
     output = Path(output)
     if output.exists():
         raise UserError(f"{output}: already exists (splice writes a new directory)")
-    if not output.parent.is_dir():
-        raise UserError(f"{output.parent}: no such directory")
+    check_output_location(output, "spliced checkpoint")
     base = read_base(base_dir)
     target = base_target(base)
     say(f"base: {base.num_layers} layers, hidden {target.hidden_size}, "

@@ -146,8 +146,15 @@ def test_hdlc_launch_errors(tmp_path, capsys):
     too_big = VECTOR_ADD.parents[1] / "too_big" / "launch.json"
     assert main(["launch", str(too_big)]) == 1
     assert "registers" in capsys.readouterr().err
-    assert main(["launch", str(VECTOR_ADD), "-o", str(tmp_path / "no" / "dir.json")]) == 1
-    assert "cannot write" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    assert main(["launch", str(VECTOR_ADD), "-o", str(tmp_path / "file" / "p.json")]) == 1
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_hdlc_launch_makes_missing_folders(tmp_path, capsys):
+    target = tmp_path / "new" / "deeper" / "prompt.json"
+    assert main(["launch", str(VECTOR_ADD), "-o", str(target)]) == 0
+    assert json.loads(target.read_text())["input_ids"]
 
 
 def test_build_prompt_is_the_prompt_of_the_initial_state(protocol):
