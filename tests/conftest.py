@@ -8,3 +8,37 @@ beside it), and one thread also keeps float results independent of the thread co
 import torch
 
 torch.set_num_threads(1)
+
+
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each test's call report on the item, so fixtures can act on a failure afterwards
+    (tests/browser_helpers.py keeps a screenshot of a failed page)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.report_call = report
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the session (tests/browser_helpers.py)."""
+    from browser_helpers import launch_browser, skip_without_browser
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_without_browser("Playwright is not installed")
+    with sync_playwright() as playwright:
+        chromium = launch_browser(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def open_page(request, browser, tmp_path):
+    """open_page(path) -> a Playwright Page showing the file; fails on script errors."""
+    from browser_helpers import page_opener
+    yield from page_opener(request, browser, tmp_path)
