@@ -7,7 +7,7 @@ prints the traceback and exits 70.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,11 @@ class Location:
     file: str
     line: int = 0
     column: int = 0
+    # The whole construct, where it is wider than the point above (an operator's location is
+    # its token, its span the whole expression): (first line, first column, last line, the
+    # column after the last character).  Not part of equality: two nodes made at one place
+    # are at one location whatever their extent.
+    span: tuple[int, int, int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         if self.line and self.column:

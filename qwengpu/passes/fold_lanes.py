@@ -176,7 +176,8 @@ class _Folder:
         if lane not in self.lane_tests:
             graph, width = self.graph, self.graph.node(self.next_lane).width
             constant = graph.add("const", width, value=lane)
-            self.lane_tests[lane] = graph.add("eq", 1, (self.next_lane, constant))
+            self.lane_tests[lane] = graph.add("eq", 1, (self.next_lane, constant),
+                                              name=f"next_lane == {lane}")
         return self.lane_tests[lane]
 
 

@@ -80,11 +80,14 @@ class Lowering:
         digits = method(node_id, node)
         assert len(digits) == len(slot_widths(node.width)), (node.op, digits)
         self.digits[node_id] = digits
-        if node.name:
+        if len(digits) > 1 or node.name:
+            # a named wire's digits are `name.dK`; every word's new digits know their K
             for k, digit in enumerate(digits):
-                if digit >= first_new and self.graph.node(digit).name is None:
-                    suffix = f".d{k}" if len(digits) > 1 else ""
-                    self.graph.update(digit, name=node.name + suffix)
+                if digit < first_new or self.graph.node(digit).name is not None:
+                    continue
+                suffix = f".d{k}" if len(digits) > 1 else ""
+                named = {"name": node.name + suffix} if node.name else {}
+                self.graph.update(digit, digit=k if len(digits) > 1 else None, **named)
 
     def arg_digits(self, node: IrNode, index: int) -> list[int]:
         return self.digits[node.args[index]]

@@ -77,6 +77,13 @@ def test_text_form_names_the_lane():
     assert f"field v2 = %{root} at lane 2" in text
 
 
+def test_the_lane_tests_are_named():
+    _, out, _ = folded()
+    tests = sorted(n.name for _, n in out.items()
+                   if n.op == "eq" and any(out.node(a).op == "next_lane" for a in n.args))
+    assert tests == ["next_lane == 1", "next_lane == 2"]
+
+
 def test_a_field_reads_the_cone_at_its_lane():
     _, out, _ = folded()
     state = {"t": 0b0001, "acc": [[10, 20, 30, 40], [50, 60, 70, 80], [90, 100, 110, 120]]}
