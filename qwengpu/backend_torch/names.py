@@ -7,9 +7,10 @@ name a person can look up in the spec:
 - a node the spec names (`let`, `out`; `lower-digits` adds `.dK` for a word's digit K) keeps
   that name: `execute.address[lane=2].d3`;
 - a node it does not name is called by the HDL text it came from (`dsl.source.source_text`:
-  the whole expression an operator's location spans), with the digit of its word it
-  computes: `(count + 1).d0`; its role (`add.sum`, `add.carry`) tells the pieces of one
-  expression apart;
+  the whole expression an operator's location spans), the digit of its word it computes or
+  works on (`IrNode.digit`) and its part of the expression (the node's label): `(count +
+  1).d0 · add.sum`, `(a - b).d3 · sub.gp` (digit 3's generate/propagate class), and the
+  `for` iteration that made it (`[lane=2]`: one line unrolled makes a copy per lane);
 - without source text (a file that cannot be read), the role and `file:line:col`;
 - an op the plan makes itself (`record_scratch`, `wr.count.d0`, `s.count.r0`, `next.lo`)
   already has a name of the spec's state and the trace's fields, and keeps it.
@@ -61,10 +62,12 @@ def node_name(node: IrNode) -> str:
     if text is None:
         where = f" @{node.loc}" if node.loc else ""
         return f"{node.label or node.op}{where}"
-    if node.digit is None:
-        return text
-    wrapped = text if re.fullmatch(r"[\w.\[\]]+", text) else f"({text})"
-    return f"{wrapped}.d{node.digit}"
+    if node.digit is not None:
+        wrapped = text if re.fullmatch(r"[\w.\[\]]+", text) else f"({text})"
+        text = f"{wrapped}.d{node.digit}"
+    if node.label:
+        text += f" \u00b7 {node.label}"
+    return f"{text} [{node.loop}]" if node.loop else text
 
 
 def _role(op: Op) -> str:
@@ -88,7 +91,7 @@ def plan_names(plan: Plan) -> PlanNames:
         if nodes:
             distinct = list(dict.fromkeys(values[output] for output in op.outputs))
             name = ", ".join(distinct)
-            if len(name) > JOINED_LIMIT:
+            if len(distinct) > 1 and len(name) > JOINED_LIMIT:
                 name = f"{distinct[0]} (+{len(distinct) - 1} more)"
         else:
             name = op.name

@@ -62,7 +62,7 @@ class Folder:
         return self.build.const(value, width)
 
     def new(self, op: str, width: int, args, **record_fields) -> int:
-        return self.graph.add(op, width, args, **keep_origin(self.node) | {"name": None, "digit": None},
+        return self.graph.add(op, width, args, **keep_origin(self.node) | {"name": None, "digit": None, "loop": None},
                               **record_fields)
 
 

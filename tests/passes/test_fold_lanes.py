@@ -149,3 +149,13 @@ def test_verify_rejects_a_lane_next_lane_cannot_hold():
     out.update(v0, lane=3)
     with pytest.raises(VerifyError, match="lane 3 on a field"):
         verify(out)
+
+
+def test_a_folded_node_is_named_for_the_lane_it_serves():
+    """`v[lane]` of lanes 0..2 become one node: `s.v[next_lane]`, made in `lane=next_lane`."""
+    _, out, _ = folded()
+    root = out.node(fields(out)["v0"].args[0])
+    assert root.name == "s.v[next_lane]"
+    loops = {n.loop for _, n in out.items() if n.name is None and n.loop is not None
+             and n.op not in ("const", "register", "read")}
+    assert "lane=next_lane" in loops
