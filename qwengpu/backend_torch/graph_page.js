@@ -51,8 +51,11 @@
   function chipHtml(id) {
     const chip = chips[id];
     const crit = onCritical.has(id) ? " crit" : "";
+    // the loop iteration at the end of a name (` [lane=2]`) is never cut off
+    const [, main, tail] = chip.name.match(/^(.*?)( \[[^\]]*\])?$/);
     return `<span class="chip r-${chip.region} k-${chip.kind}${crit}" data-chip="${id}" ` +
-           `title="${escape(chipTitle(chip))}">${escape(chip.name)}</span>`;
+           `title="${escape(chipTitle(chip))}"><span class="main">${escape(main)}</span>` +
+           (tail ? `<span class="tail">${escape(tail)}</span>` : "") + "</span>";
   }
 
   function bar(label, used, size) {

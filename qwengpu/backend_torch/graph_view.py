@@ -29,7 +29,8 @@ SKELETON = """<!doctype html>
 <h1>@TITLE@</h1>
 <p>@SUMMARY@</p>
 <div class="controls">
-<input id="search" type="search" placeholder="find an HDL name, text or file:line" autocomplete="off">
+<input id="search" type="search" placeholder="find an HDL name, text or file:line"
+ autocomplete="off">
 <span id="search-count"></span>
 <label><input id="show-edges" type="checkbox" checked> edges</label>
 <label><input id="show-critical" type="checkbox" checked> critical path (@CRITICAL@ ops)</label>
@@ -65,7 +66,9 @@ def page_json(data: dict) -> str:
 
 def _summary(data: dict) -> str:
     s = data["summary"]
-    return (f"{s['num_layers']} layers ({s['layers_used']} used, the rest exact no-ops); "
+    used = "all used" if s["layers_used"] == s["num_layers"] else \
+        f"{s['layers_used']} used, the rest exact no-ops"
+    return (f"{s['num_layers']} layers ({used}); "
             f"hidden {s['hidden']}, intermediate {s['intermediate']}, {s['heads']} DeltaNet "
             f"heads per layer. Residual: {s['dims']} dims allocated, {s['peak_live_dims']} "
             f"live at the peak. {s['ops']} ops, {s['units']} MLP units, {s['op_heads']} "

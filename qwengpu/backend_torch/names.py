@@ -79,6 +79,21 @@ def _role(op: Op) -> str:
     return node.label if node is not None and node.label not in (None, op.label) else ""
 
 
+def op_name(op: Op) -> OpName:
+    """One op's names (see the module doc)."""
+    work = op.work
+    nodes = (work.node,) if isinstance(work, DigitWork) else \
+        work.nodes if isinstance(work, SharedLuts) else ()
+    if nodes:
+        distinct = list(dict.fromkeys(node_name(node) for node in nodes))
+        name = ", ".join(distinct)
+        if len(distinct) > 1 and len(name) > JOINED_LIMIT:
+            name = f"{distinct[0]} (+{len(distinct) - 1} more)"
+    else:
+        name = op.name
+    return OpName(name, _role(op), str(op.loc) if op.loc else "", source_text(op.loc) or "")
+
+
 def plan_names(plan: Plan) -> PlanNames:
     """The names of every op and value of `plan` (see the module doc)."""
     ops, values = {}, {}
@@ -88,13 +103,5 @@ def plan_names(plan: Plan) -> PlanNames:
             work.nodes if isinstance(work, SharedLuts) else ()
         for node, output in zip(nodes, op.outputs):
             values[output] = node_name(node)
-        if nodes:
-            distinct = list(dict.fromkeys(values[output] for output in op.outputs))
-            name = ", ".join(distinct)
-            if len(distinct) > 1 and len(name) > JOINED_LIMIT:
-                name = f"{distinct[0]} (+{len(distinct) - 1} more)"
-        else:
-            name = op.name
-        text = source_text(op.loc) or ""
-        ops[op.name] = OpName(name, _role(op), str(op.loc) if op.loc else "", text)
+        ops[op.name] = op_name(op)
     return PlanNames(ops, values)

@@ -30,7 +30,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from qwengpu.backend_torch.emit import count_units
-from qwengpu.backend_torch.names import plan_names
+from qwengpu.backend_torch.names import op_name, plan_names
 from qwengpu.backend_torch.ops import CONSTANT_GROUP, NORM_ANCHOR, Op, Plan
 from qwengpu.backend_torch.residual import merge_runs
 from qwengpu.backend_torch.target import FULL, Target, fit_min_target
@@ -258,17 +258,17 @@ def _list_schedule(plan: Plan, target: Target, unit_cap: int, head_cap: int):
     if placed < len(plan.ops):
         op = next(op for op in plan.ops if op.sublayer < 0)
         raise CapacityError(
-            f"layers: {op.name} ({op.region}) needs layer {target.num_layers + 1} of "
+            f"layers: {op_name(op).name} ({op.region}) needs layer {target.num_layers + 1} of "
             f"{target.num_layers}: the logic is too deep for the target", op.loc)
     return ready, units, heads
 
 
 def _check_fits_one_layer(op: Op, target: Target) -> None:
     if op.kind == "mlp" and op.units > target.units_per_layer:
-        raise CapacityError(f"MLP units: {op.name} needs {op.units} units, a layer "
+        raise CapacityError(f"MLP units: {op_name(op).name} needs {op.units} units, a layer "
                             f"has {target.units_per_layer}", op.loc)
     if op.kind != "mlp" and op.heads > target.heads_per_layer:
-        raise CapacityError(f"DeltaNet heads: {op.name} needs {op.heads} heads in one "
+        raise CapacityError(f"DeltaNet heads: {op_name(op).name} needs {op.heads} heads in one "
                             f"layer, the target has {target.heads_per_layer}", op.loc)
 
 

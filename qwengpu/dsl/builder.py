@@ -2,8 +2,9 @@
 
 The builder is the only code that creates `netlist.Node`s.  It keeps node ids in creation
 order (so the list is in dependency order by construction), gives every node the stage being
-elaborated, the source location that asked for it and the loop iteration it is in, shares one node per constant value
-and width, and folds an operator whose operands are all constants, using the semantics table.
+elaborated, the source location that asked for it and the loop iteration it is in, shares
+one node per constant value and width, and folds an operator whose operands are all
+constants, using the semantics table.
 """
 
 from __future__ import annotations

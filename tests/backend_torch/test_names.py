@@ -27,8 +27,9 @@ def test_the_counter_is_named_from_its_spec():
     by_name = {names.op(op).name: names.op(op) for op in plan.ops}
     assert set(by_name) == {
         "record_scratch", "staging_scratch", "(count + 1).d0 \u00b7 add.sum",
-        "(count + 1).d1 \u00b7 add.sum", "count == LIMIT \u00b7 eq", "wr.count.d0", "wr.count.d1", "wr.count.en", "wr.done.d0",
-        "wr.done.en", "s.count.r0", "s.done.r0", "next.kind", "next.lo", "next.hi"}
+        "(count + 1).d1 \u00b7 add.sum", "count == LIMIT \u00b7 eq", "wr.count.d0",
+        "wr.count.d1", "wr.count.en", "wr.done.d0", "wr.done.en", "s.count.r0", "s.done.r0",
+        "next.kind", "next.lo", "next.hi"}
     adder = by_name["(count + 1).d1 \u00b7 add.sum"]
     assert (adder.role, adder.loc, adder.text) == ("add.sum", "specs/counter.hdl:16:20",
                                                    "count + 1")

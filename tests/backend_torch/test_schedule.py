@@ -148,8 +148,9 @@ def test_min_caps_units_and_heads_per_layer():
                                  uncapped.heads_per_layer)
     assert max(schedule.units.values()) <= max(units.values())
     # one unit fewer per layer no longer fits the 45 layers
-    with pytest.raises(CapacityError, match="layers: "):
+    with pytest.raises(CapacityError, match="layers: ") as too_deep:
         _list_schedule(plan, uncapped, max(schedule.units.values()) - 1, target.linear_heads)
+    assert not re.search(r"%\d", str(too_deep.value))      # the op by its HDL name
     assert _list_schedule(plan, uncapped, max(schedule.units.values()),
                           target.linear_heads)[1] == schedule.units
 
