@@ -47,25 +47,26 @@ def layer_graph(schedule: Schedule) -> dict:
     writer: dict[str, int] = {}
     for name in plan.embedding:
         writer[name] = len(chips)
-        chips.append(_chip(len(chips), name, "", "", "", "embedding", "embedding", -1,
-                           "embedding", 0, "", [], [value_index[name]]))
+        chips.append(_chip(len(chips), name, "embedding", "embedding", -1, "embedding",
+                           writes=[value_index[name]]))
     first_op = len(chips)
     for op in plan.ops:
         named = names.op(op)
         for v in op.outputs:
             writer[v] = len(chips)
-        cost, unit = (op.units, "units") if op.kind == "mlp" else (op.heads, "heads")
-        chip = _chip(len(chips), named.name, named.role, named.loc, named.text, op.region,
-                     op.kind, op.layer, "mlp" if op.kind == "mlp" else "mixer", cost, unit,
-                     [value_index[v] for v in op.inputs], [value_index[v] for v in op.outputs])
-        chip["element"] = getattr(op.work, "element", "")
-        chips.append(chip)
-    emitted = list(plan.emission.values())
-    chips.append(_chip(len(chips), "lm_head", "the emitted token", "", "", "lm_head",
-                       "lm_head", schedule.layers_used, "lm_head", 0, "",
-                       [value_index[v] for v in emitted], []))
+        mlp = op.kind == "mlp"
+        chips.append(_chip(len(chips), named.name, op.region, op.kind, op.layer,
+                           "mlp" if mlp else "mixer", role=named.role, loc=named.loc,
+                           text=named.text, cost=op.units if mlp else op.heads,
+                           unit="units" if mlp else "heads",
+                           reads=[value_index[v] for v in op.inputs],
+                           writes=[value_index[v] for v in op.outputs],
+                           element=getattr(op.work, "element", "")))
+    chips.append(_chip(len(chips), "lm_head", "lm_head", "lm_head", schedule.layers_used,
+                       "lm_head", role="the emitted token",
+                       reads=[value_index[v] for v in plan.emission.values()]))
     edges = _edges(chips, plan, writer)
-    bands = _bands(schedule, chips, first_op, edges)
+    bands = _bands(schedule, chips, edges)
     return {
         "title": f"{plan.graph.name} on {target.name}",
         "spec": plan.graph.file,
@@ -80,11 +81,13 @@ def layer_graph(schedule: Schedule) -> dict:
     }
 
 
-def _chip(index, name, role, loc, text, region, kind, layer, place, cost, unit, reads,
-          writes) -> dict:
+def _chip(index: int, name: str, region: str, kind: str, layer: int, place: str, *,
+          reads=(), writes=(), role: str = "", loc: str = "", text: str = "", cost: int = 0,
+          unit: str = "", element: str = "") -> dict:
     return {"id": index, "name": name, "role": role, "loc": loc, "text": text,
             "region": region, "kind": kind, "layer": layer, "place": place, "cost": cost,
-            "unit": unit, "reads": reads, "writes": writes, "state": kind in STATE_KINDS}
+            "unit": unit, "reads": list(reads), "writes": list(writes), "element": element,
+            "state": kind in STATE_KINDS}
 
 
 def _edges(chips: list[dict], plan, writer: dict[str, int]) -> list[list]:
@@ -99,7 +102,7 @@ def _edges(chips: list[dict], plan, writer: dict[str, int]) -> list[list]:
             for (source, target), values in sorted(pairs.items())]
 
 
-def _bands(schedule: Schedule, chips: list[dict], first_op: int, edges) -> list[dict]:
+def _bands(schedule: Schedule, chips: list[dict], edges) -> list[dict]:
     """The rows top to bottom, each one's chips in barycentre order (ties: plan order)."""
     members: dict[tuple[int, str], list[int]] = {}
     for chip in chips:
@@ -114,15 +117,14 @@ def _bands(schedule: Schedule, chips: list[dict], first_op: int, edges) -> list[
     sources: dict[int, list[int]] = {}
     for source, target, _ in edges:
         sources.setdefault(target, []).append(source)
-    position: dict[int, float] = {}
+    position: dict[int, float] = {}          # chip -> where it sits in its row, 0..1
+
+    def centre(chip_id: int) -> float:
+        placed = [position[s] for s in sources.get(chip_id, []) if s in position]
+        return sum(placed) / len(placed) if placed else 0.5
     bands = []
     for layer, place in rows:
-        ids = members.get((layer, place), [])
-
-        def centre(chip_id: int) -> float:
-            placed = [position[s] for s in sources.get(chip_id, []) if s in position]
-            return sum(placed) / len(placed) if placed else 0.5
-        ids = sorted(ids, key=lambda chip_id: (centre(chip_id), chip_id))
+        ids = sorted(members.get((layer, place), []), key=lambda c: (centre(c), c))
         for rank, chip_id in enumerate(ids):
             position[chip_id] = (rank + 0.5) / len(ids)
         bands.append({"layer": layer, "place": place, "chips": ids})

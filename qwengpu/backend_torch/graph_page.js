@@ -283,6 +283,9 @@
     resizing = setTimeout(drawEdges, 150);
   });
 
+  // the rows' labels and the panel stay below the header as the page scrolls
+  document.documentElement.style.setProperty(
+    "--header", `${document.querySelector("header").offsetHeight}px`);
   drawRows();
   chipElements = chips.map(() => null);
   rows.querySelectorAll(".chip[data-chip]").forEach(element => {
