@@ -155,7 +155,7 @@ def program_rows(launch: Launch) -> list[dict]:
                "ptx": slot.ptx_text if origin is not None else "",
                "cuda": None, "cuda_text": None}
         cuda = getattr(origin, "cuda_loc", None)
-        if cuda is not None:   # PTX made with -lineinfo says which CUDA line it came from
+        if cuda is not None and cuda.line:   # -lineinfo PTX: the CUDA line (0: none)
             row["cuda"] = f"{os.path.basename(cuda.file)}:{cuda.line}"
             row["cuda_text"] = _cuda_line(cuda.file, cuda.line, program.ptx_path)
         rows.append(row)
