@@ -8,7 +8,7 @@
   const DATA = JSON.parse(document.getElementById("trace-data").textContent);
   const $ = (id) => document.getElementById(id);
   const SNAPSHOT_EVERY = 256;
-  const LANE_HEIGHT = 7, MARK_HEIGHT = 10, ROW_GAP = 8, LEFT = 86, TOP = 16;
+  const LANE_HEIGHT = 7, MARK_HEIGHT = 10, ROW_GAP = 8, LABELS = 86, LEFT = 4, TOP = 16;
   const MASK_FIELDS = new Set(["active", "exec", "rwen", "pwen", "mwen", "taken", "exited"]);
   const BASE_FIELDS = ["warp", "pc", "active", "exec", "op", "rwen", "pwen", "rd", "pd", "pval",
                        "mwen", "trap", "trap_lane", "taken", "exited"];
@@ -39,13 +39,13 @@
       data.fields.forEach((field, index) => { this.column[field.name] = index; });
       this.count = data.records.length;
       this.known = new Set(BASE_FIELDS);
-      for (const write of data.state_writes) {
-        for (let lane = 0; lane < data.lanes; lane++) {
-          for (const key of ["value", "address"]) {
-            if (write[key] && write.kind !== "lane_predicate") this.known.add(write[key] + lane);
-          }
+      for (const write of data.state_writes) {       // the fields the replay reads
+        for (const key of ["mask", "index"]) if (write[key]) this.known.add(write[key]);
+        if (write.kind === "lane_predicate") this.known.add(write.value);
+        for (let lane = 0; write.kind !== "lane_predicate" && lane < data.lanes; lane++) {
+          this.known.add(write.value + lane);
+          if (write.address) this.known.add(write.address + lane);
         }
-        this.known.add(write.value);
       }
       this.live = new Array(data.warps).fill(0);
       for (const thread of data.threads) this.live[thread.warp] |= 1 << thread.lane;
@@ -189,6 +189,8 @@
     const width = cellWidth(view.count), lanes = data.lanes;
     const rowHeight = MARK_HEIGHT + lanes * LANE_HEIGHT + ROW_GAP;
     const totalWidth = LEFT + view.count * width + 20, totalHeight = TOP + data.warps * rowHeight;
+    // the warp and lane labels stay put while the records scroll under them
+    const labels = [`<svg id="timeline-labels" xmlns="http://www.w3.org/2000/svg" width="${LABELS}" height="${totalHeight}">`];
     const parts = [`<svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" width="${totalWidth}" height="${totalHeight}">`];
     const tick = width >= 10 ? 10 : width >= 5 ? 50 : 200;
     for (let index = 0; index < view.count; index += tick) {
@@ -196,10 +198,10 @@
     }
     for (let warp = 0; warp < data.warps; warp++) {
       const top = TOP + warp * rowHeight, block = view.blockOf(warp);
-      parts.push(`<text class="label" x="2" y="${top + MARK_HEIGHT + LANE_HEIGHT}">warp ${warp}` +
+      labels.push(`<text class="label" x="2" y="${top + MARK_HEIGHT + LANE_HEIGHT}">warp ${warp}` +
                  (data.grid > 1 && block !== null ? ` (b${block})` : "") + `</text>`);
       for (let lane = 0; lane < lanes; lane++) {
-        parts.push(`<text class="label" x="${LEFT - 14}" y="${top + MARK_HEIGHT + (lane + 1) * LANE_HEIGHT - 1}">${lane}</text>`);
+        labels.push(`<text class="label" x="${LABELS - 12}" y="${top + MARK_HEIGHT + (lane + 1) * LANE_HEIGHT - 1}">${lane}</text>`);
       }
     }
     for (let index = 0; index < view.count; index++) {
@@ -229,7 +231,8 @@
     }
     parts.push(`<rect id="cursor" x="0" y="${TOP - 2}" width="${width}" height="${totalHeight - TOP + 2}" visibility="hidden"/>`);
     parts.push("</svg>");
-    $("timeline").innerHTML = parts.join("");
+    $("timeline").innerHTML = labels.join("") + "</svg>" +
+      `<div id="timeline-scroll">${parts.join("")}</div>`;
     $("timeline-svg").addEventListener("click", (event) => {
       const box = event.currentTarget.getBoundingClientRect();
       const index = Math.floor((event.clientX - box.left - LEFT) / width);
@@ -410,8 +413,8 @@
     if (cursor) {
       cursor.setAttribute("visibility", index >= 0 ? "visible" : "hidden");
       cursor.setAttribute("x", String(LEFT + Math.max(index, 0) * width));
-      const box = $("timeline"), x = LEFT + index * width;
-      if (x < box.scrollLeft + LEFT || x > box.scrollLeft + box.clientWidth - 20) {
+      const box = $("timeline-scroll"), x = LEFT + index * width;
+      if (x < box.scrollLeft || x > box.scrollLeft + box.clientWidth - 20) {
         box.scrollLeft = Math.max(0, x - box.clientWidth / 2);
       }
     }

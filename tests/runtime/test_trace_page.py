@@ -119,6 +119,8 @@ def test_divergent_if_shows_the_split_and_the_join(tmp_path, open_page):
         "wait for each other from here")
     go_to_step(page, after + 1)
     assert page.text_content('#registers tr[data-thread="0.0"] td.state') == "waiting"
+    last_pc = page.locator('#registers tr[data-thread="0.0"] td').nth(3)   # the branch's
+    assert last_pc.text_content() == str(records[split]["pc"])
     assert page.text_content('#registers tr[data-thread="0.2"] td.state') == "exec"
     # lanes 0 1 then compute x & 1 (the inner if's test) while lanes 2 3 wait: those keep
     # the register as it was
@@ -154,6 +156,8 @@ def test_the_trap_is_marked(tmp_path, open_page):
     assert page.get_attribute('[data-mark="trap"]', "data-record") == str(last)
     go_to_step(page, last + 1)
     assert page.text_content("#record-trap").startswith("TRAP (lane 0): address out of range")
+    assert page.text_content("#record-fields tr.absent").startswith(
+        "absent from this record (read 0): rd, rval0, rval1")       # a trap writes nothing
     assert memory_shown(page, {"name": "p", "words": 4}) == [0, 1, 2, 3]
 
 
@@ -165,8 +169,13 @@ def test_the_keyboard_steps(tmp_path, open_page):
     page.keyboard.press("ArrowRight")
     page.keyboard.press("j")
     assert label().startswith(f"step 3 of {count} (after record #2)")
-    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("k")
     assert label().startswith("step 2 of")
+    page.click("#next")
+    page.click("#prev")
+    page.click("#prev")
+    assert label().startswith("step 1 of")
+    page.keyboard.press("ArrowRight")
     page.keyboard.press("PageDown")
     assert label().startswith("step 12 of") and page.input_value("#step") == "12"
     page.keyboard.press("End")
@@ -235,3 +244,33 @@ def test_a_record_field_the_viewer_does_not_know_is_shown_raw(tmp_path, open_pag
         "barrier", "30", "0x1e", "not interpreted by this viewer: shown raw"]
     assert buffers_shown(page, launch) == {name: values for name, values in json.loads(
         VECTOR_ADD.read_text())["buffers"].items()}      # step 11: no store yet
+
+
+def test_clicking_the_timeline_selects_a_record(tmp_path, open_page):
+    page = open_page(write_page(tmp_path, VECTOR_ADD))
+    cell = page.locator('rect.cell[data-record="40"][data-lane="0"]')
+    cell.click()
+    assert page.text_content("#step-label").startswith("step 41 of")
+    assert page.text_content("#record-head").startswith("record #40 ")
+
+
+def test_unwritten_registers_are_grey_and_other_words_are_shown(tmp_path, open_page):
+    """out_of_bounds with idx = 10: p[10 + t] = 7 lands on words 10..13, in no buffer (p is
+    words 0..3), so the memory shows them as `mem[10]` .. `mem[13]`."""
+    launch = json.loads((OUT_OF_BOUNDS / "launch.json").read_text())
+    launch["args"] = ["p", 10]
+    launch["source"] = str(OUT_OF_BOUNDS / "kernel.ptx")
+    path = tmp_path / "in_range.json"
+    path.write_text(json.dumps(launch))
+    page = open_page(write_page(tmp_path, path))
+    registers = page.locator("#registers td[data-cell]")
+    assert registers.count() == 4 * (15 + 7)
+    assert page.locator("#registers td.unwritten").count() == registers.count()   # step 0
+    go_to_step(page, 1)               # pc 0 wrote one register of each lane
+    assert page.locator("#registers td.unwritten").count() == registers.count() - 4
+    assert page.locator("#registers td.changed").count() == 4
+    page.keyboard.press("End")
+    assert memory_shown(page, {"name": "p", "words": 4}) == [0, 1, 2, 3]
+    assert [int(page.text_content(f'#memory td[data-name="mem[{word}]"]'))
+            for word in range(10, 14)] == [7, 7, 7, 7]
+    assert page.locator('#memory td[data-name="mem[14]"]').count() == 0
