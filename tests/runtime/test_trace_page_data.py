@@ -175,6 +175,10 @@ def test_run_html_writes_one_self_contained_page(tmp_path, capsys, protocol):
     assert data["launches"][0]["records"] == [
         [record[field.name] for field in protocol.fields]
         for record in sim_result(VECTOR_ADD.parent).records]
+    code, out, err = run_cli(capsys, "run", str(VECTOR_ADD), "--json", "--html",
+                             str(tmp_path / "json.html"))
+    assert code == 0 and json.loads(out)["records"] == 76        # stdout: the JSON alone
+    assert (tmp_path / "json.html").read_bytes() == page.read_bytes()
     again = tmp_path / "again.html"
     assert run_cli(capsys, "run", str(VECTOR_ADD), "--html", str(again))[0] == 0
     assert again.read_bytes() == page.read_bytes()
