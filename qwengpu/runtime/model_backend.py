@@ -494,6 +494,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
             outcomes.append(error)
             continue
         result.prompt_tokens, result.seconds = len(row.prompt), seconds
+        result.ids = list(row.ids)
         result.first_token_seconds = first_token
         result.engine = "sparse" if _is_engine(model) else "transformers"
         outcomes.append(result)
