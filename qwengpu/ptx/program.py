@@ -73,6 +73,8 @@ class Program:
     pointer_bytes: int = 8           # a pointer parameter's size (`.address_size` / 8)
     # what the address checks left out rest on (`qwengpu.ptx.ranges`); a launch must keep to it
     assumptions: Facts | None = None
+    # PTX line -> CUDA line (`qwengpu.ptx.cuda_lines.CudaLines`), to tell traps in CUDA terms
+    cuda_lines: object = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.slots)
