@@ -118,18 +118,18 @@ def unrolled_loop_detail(kernel: ir.Kernel, ptx_line: int, lines: CudaLines | No
         tails = [blocks[index].statements[-1] for index in sorted(body)
                  if blocks[index].statements and blocks[index].statements[-1].opcode == "bra"]
         loop = next((tail.cuda_loc for tail in reversed(tails) if tail.cuda_loc), None)
-        how = "unrolled"
+        how = ""
     else:
         where = lines.at(ptx_line)
         loop = _source_loop_around(where, lines) if where is not None else None
-        how = "unrolled completely"
+        how = " completely"
     if loop is None:
         return None
     header = (lines.source_line(loop) or "").strip()
     shown = f" ({header})" if header else ""
-    return (f"nvcc {how} the loop at {os.path.basename(loop.file)}:{loop.line}{shown}, which "
-            "keeps several iterations' values in registers at once: put `#pragma unroll 1` "
-            "before the loop to keep it rolled")
+    return (f"nvcc unrolled the loop at {os.path.basename(loop.file)}:{loop.line}{shown}{how}, "
+            "which keeps several iterations' values in registers at once: put `#pragma unroll "
+            "1` before the loop to keep it rolled")
 
 
 def _unrolled(blocks: list[cfg.Block], body: set[int], lines: CudaLines) -> bool:

@@ -56,3 +56,25 @@ extern "C" __global__ void rolled_dot(const int *a, const int *b, const int *c, 
         s += a[k] * b[k] + c[k] * d[k];
     out[threadIdx.x] = s;
 }
+
+// 18 registers once nvcc unrolls the loops completely (every x[k] is kept for the second);
+// 6 with #pragma unroll 1
+extern "C" __global__ void unrolled_scale(const int *__restrict__ x, int *__restrict__ out)
+{
+    int s = 0;
+    for (int k = 0; k < 16; k++)
+        s += x[k];
+    for (int k = 0; k < 16; k++)
+        out[k] = x[k] * s;
+}
+
+extern "C" __global__ void rolled_scale(const int *__restrict__ x, int *__restrict__ out)
+{
+    int s = 0;
+    #pragma unroll 1
+    for (int k = 0; k < 16; k++)
+        s += x[k];
+    #pragma unroll 1
+    for (int k = 0; k < 16; k++)
+        out[k] = x[k] * s;
+}
