@@ -15,20 +15,23 @@ by its demangled name too (`vector_add(int*, int)`, or `vector_add` when only on
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from qwengpu.errors import CapacityError, Location, PtxError
 from qwengpu.isa import MASK32, PT, RZ, Cmp, Instruction, Op
 from qwengpu.ptx import ir
+from qwengpu.ptx.alignment import aligned_accesses, buffer_alignment, variable_alignment
 from qwengpu.ptx.cuda_lines import CudaLines, in_cuda_terms, readable
 from qwengpu.ptx.explain import unrolled_loop_detail
 from qwengpu.ptx.nvcc import ptx_for_source
 from qwengpu.ptx.optimize import optimize, remove_branches_to_next
 from qwengpu.ptx.parser import parse_ptx
-from qwengpu.ptx.program import MachineLimits, Program, ProgramSlot
+from qwengpu.ptx.program import FormedAddressSlots, MachineLimits, Program, ProgramSlot
 from qwengpu.ptx.ranges import Facts, default_facts, proven_accesses
 from qwengpu.ptx.regalloc import Allocation, allocate
 from qwengpu.ptx.select import select_kernel
-from qwengpu.ptx.vcode import (TRUE, ZERO, LabelRef, ParamRef, SymbolRef, VInstr, VLabel, VPred,
-                               VReg)
+from qwengpu.ptx.vcode import (TRUE, ZERO, FormedAddress, LabelRef, ParamRef, SymbolRef, VInstr,
+                               VLabel, VPred, VReg)
 
 
 def choose_kernel(module: ir.Module, name: str | None) -> ir.Kernel:
@@ -83,11 +86,20 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
     kernel = choose_kernel(module, kernel_name)
     name = readable(kernel.name)
     proven, assumed = None, None
+    launch_facts = facts or default_facts(kernel, limits, module.address_size // 8)
     if check_addresses:
-        facts = facts or default_facts(kernel, limits, module.address_size // 8)
-        proven, assumed = proven_accesses(kernel, facts,
+        proven, assumed = proven_accesses(kernel, launch_facts,
                                           set(module.variables) | set(kernel.variables))
-    code, used_variables = select_kernel(module, kernel, limits.lanes, proven)
+    alignment = buffer_alignment(kernel)
+    aligned_params = _param_alignment(kernel, launch_facts, alignment)
+    declared = {**module.variables, **kernel.variables}
+    variables = {name: variable_alignment(variable) for name, variable in declared.items()}
+    aligned = aligned_accesses(kernel, aligned_params, variables)
+    for param in list(aligned_params):          # keep only what the proofs rest on
+        fewer = {name: value for name, value in aligned_params.items() if name != param}
+        if aligned_accesses(kernel, fewer, variables) >= aligned:
+            aligned_params = fewer
+    code, used_variables = select_kernel(module, kernel, limits.lanes, proven, aligned)
     changes = optimize(code)
     try:
         allocation = allocate(code, limits.registers, limits.predicates, name, kernel.loc,
@@ -108,15 +120,31 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
             f"kernel {name} needs {len(slots)} instruction slots, but QwenGPU has "
             f"{limits.program_words} ({excess} too many); the first that does not fit comes "
             f"from this line", where.loc if where else kernel.loc, module.source)
-    declared = {**module.variables, **kernel.variables}
-    variables = {name: variable for name, variable in declared.items() if name in used_variables}
+    used = {name: variable for name, variable in declared.items() if name in used_variables}
     return Program(kernel=kernel.name, params=list(kernel.params), param_slots=param_slots,
-                   variables=variables, slots=slots,
+                   variables=used, slots=slots,
                    registers_used=allocation.registers_used,
                    predicates_used=allocation.predicates_used, ptx_path=module.path,
                    ptx_source=module.source, pass_changes=changes,
                    pointer_bytes=module.address_size // 8, assumptions=assumed,
-                   cuda_lines=module.cuda_lines)
+                   cuda_lines=module.cuda_lines, buffer_alignment=alignment,
+                   aligned_params=aligned_params)
+
+
+def _param_alignment(kernel: ir.Kernel, facts: Facts, alignment: int) -> dict[str, int]:
+    """What the alignment analysis may assume of each parameter (bytes): the alignment of a
+    value the launch gives, and a buffer's (`alignment`) for a parameter the facts hold to be
+    a buffer's address (a range of addresses, `default_facts`)."""
+    aligned = {}
+    for param in kernel.params:
+        value = facts.params.get(param.name)
+        if value is None:
+            continue
+        if value[0] == value[1]:
+            aligned[param.name] = min(value[0] & -value[0], 16) if value[0] else 16
+        else:
+            aligned[param.name] = alignment
+    return aligned
 
 
 def read_module(path: str) -> ir.Module:
@@ -165,9 +193,20 @@ def assemble(code: list, allocation: Allocation, param_names: list[str]
                      if isinstance(item, VInstr) and isinstance(item.imm, ParamRef)},
                     key=lambda ref: (declared[ref.param], ref.word))
     param_slot = {ref: slot for slot, ref in enumerate(params)}
-    slots = [_encode(item, allocation, labels, param_slot) for item in code
-             if isinstance(item, VInstr)]
+    instructions = [item for item in code if isinstance(item, VInstr)]
+    pcs = {id(ins): pc for pc, ins in enumerate(instructions)}
+    slots = [replace(_encode(ins, allocation, labels, param_slot),
+                     formed=_formed_slots(ins.formed, pcs)) for ins in instructions]
     return slots, [(ref.param, ref.word) for ref in params]
+
+
+def _formed_slots(formed: FormedAddress | None, pcs: dict[int, int]
+                  ) -> FormedAddressSlots | None:
+    if formed is None or id(formed.low) not in pcs:
+        return None
+    high_pc = pcs.get(id(formed.high)) if formed.high is not None else None
+    return FormedAddressSlots(pcs[id(formed.low)], high_pc, formed.high_value,
+                              formed.size_bytes)
 
 
 def _is_self_copy(ins: VInstr, allocation: Allocation) -> bool:

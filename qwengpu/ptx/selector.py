@@ -67,9 +67,11 @@ class Selector:
     """Lowers one kernel; see the module docstring."""
 
     def __init__(self, module: ir.Module, kernel: ir.Kernel, lanes: int = LANES,
-                 proven_addresses: set[int] | None = None):
+                 proven_addresses: set[int] | None = None,
+                 aligned_accesses: set[int] | None = None):
         self.module = module
         self.proven_addresses = proven_addresses
+        self.aligned_accesses = aligned_accesses or set()
         self.constant_symbols = {"WARP_SZ": lanes}
         self.kernel = kernel
         self.params = {param.name: param for param in kernel.params}

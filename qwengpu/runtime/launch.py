@@ -22,10 +22,12 @@ from dataclasses import dataclass, field, replace
 from qwengpu.errors import CapacityError, LaunchError, Location, UserError
 from qwengpu.isa import MASK32, RZ, Instruction, Trap
 from qwengpu.ptx import ir
+from qwengpu.ptx.alignment import variable_alignment
 from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_module
 from qwengpu.ptx.cuda_lines import put_in_cuda_terms, readable
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
+from qwengpu.runtime.trap_address import fault_detail, formed_address
 from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, load_machine,
                                            new_simulator, run_simulator, signed_word)
 
@@ -265,10 +267,16 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
                        source: _LaunchText):
     """A program leaves out the address checks its assumptions make unneeded
     (`Program.assumptions`); a launch outside them would run unchecked, so it is refused."""
-    if program.assumptions is None:
-        return
     values = {name: sum(word << (32 * index) for index, word in enumerate(words))
               for name, words in param_values.items()}
+    for name, alignment in program.aligned_params.items():
+        if values.get(name, 0) % alignment:
+            raise source.error(f"this launch has parameter {readable(name)} = {values[name]}, "
+                               f"not a multiple of {alignment}, and the kernel's alignment "
+                               "checks were left out on that ground: compile the kernel for "
+                               "this launch (a launch file does)", "args")
+    if program.assumptions is None:
+        return
     broken = kept_to(program.assumptions, data["block"], data["grid"], values)
     if broken is not None:
         raise source.error(f"this launch has {broken}, and the kernel's address checks were left "
@@ -278,14 +286,20 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
 
 def _layout(buffers: dict, program: Program, limits: MachineLimits,
             source: _LaunchText) -> list[Region]:
+    """Buffers in order from word 0, each at a multiple of the kernel's widest access
+    (`Program.buffer_alignment`: one word unless it reads 8 or 16 bytes at once), then the
+    memory variables, each at a multiple of its `.align`."""
     regions, next_word = [], 0
+    step = program.buffer_alignment // 4
     for name, values in buffers.items():
         if name in program.variables:
             raise source.error(f"buffer {name!r} has the name of a variable of the kernel", name)
+        next_word = -(-next_word // step) * step
         regions.append(Region(name, next_word, len(values)))
         next_word += len(values)
     for name, variable in program.variables.items():
-        words = -(-variable.size_bytes // 4)
+        words, step = -(-variable.size_bytes // 4), variable_alignment(variable) // 4
+        next_word = -(-next_word // step) * step
         regions.append(Region(name, next_word, words, "variable"))
         next_word += words
     if next_word > limits.memory_words:
@@ -475,14 +489,16 @@ def run_launch_sim(launch: Launch, max_records: int = DEFAULT_MAX_RECORDS,
     if outcome.trapped:
         trap = describe_trap(launch, len(outcome.records) - 1, outcome.trap_record,
                              lambda warp, lane, index: simulator.read_memory(
-                                 "regs", (warp, lane, index)))
+                                 "regs", (warp, lane, index)), outcome.records)
     return LaunchResult(launch, list(outcome.memory), outcome.records, trap)
 
 
 def describe_trap(launch: Launch, record_index: int, record: dict,
-                  read_register=None) -> TrapInfo:
+                  read_register=None, records: list[dict] | None = None) -> TrapInfo:
     """A readable account of the trap in `record`.  `read_register(warp, lane, r)` gives the
-    registers at the fault (the faulting step writes nothing), to name the bad address."""
+    registers at the fault (the faulting step writes nothing), to name the bad address;
+    `records`, the trace up to the trap, to name it as the kernel formed it where a check
+    altered it (`qwengpu.runtime.trap_address`)."""
     code, warp, lane, pc = record["trap"], record["warp"], record["trap_lane"], record["pc"]
     kind = TRAP_DESCRIPTIONS.get(code, f"trap {code}")
     block, thread = launch.thread_of(warp, lane)
@@ -498,12 +514,12 @@ def describe_trap(launch: Launch, record_index: int, record: dict,
             and read_register is not None:
         base = 0 if instruction.a == RZ else read_register(warp, lane, instruction.a)
         address = (base + instruction.imm) & MASK32
-        words = launch.limits.memory_words
-        if code == Trap.ADDRESS_RANGE:
-            detail = (f": byte address {address} is word {address // 4}, past the "
-                      f"{words} words of memory")
-        else:
-            detail = f": byte address {address} is not a multiple of 4"
+        formed = slot.formed if slot is not None else None
+        kernel_address = formed_address(instructions, records, record_index, warp, lane,
+                                        formed) if formed and records is not None else None
+        detail = fault_detail(code, address, kernel_address, formed.size_bytes if formed else 4,
+                              launch.limits.memory_words)
+        address = address if kernel_address is None else kernel_address
     where = (f"warp {warp}, lane {lane} (block {block}, thread {thread}), pc {pc}: {text}")
     message = f"{kind}{detail}; in {where}"
     ptx_loc = slot.ptx_loc if slot else None
