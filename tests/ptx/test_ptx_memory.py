@@ -65,7 +65,7 @@ def test_halfword_loads_and_a_misaligned_one():
     odd = "    ld.global.u16 %x0, [%rd0+1];\n    st.global.u32 [%rd1], %x0;"
     trapped = run_ptx(kernel(odd), {"in": IN_WORDS, "out": [0]}, ["in", "out"], block=1)
     assert trapped.result.trap.kind == "misaligned address"
-    assert "byte address 1 is not a multiple of 4" in trapped.result.trap.message
+    assert "byte address 1 is not a multiple of 2 (a 2-byte access)" in trapped.result.trap.message
 
 
 def test_64_bit_and_vector_accesses_and_address_forms():
