@@ -167,7 +167,7 @@ def launch_from_dict(data, base_dir: str = ".", limits: MachineLimits | None = N
                            f"{kernel_list(module)}", "kernel")
     data = {**data, "kernel": kernel.name}
     check = data.get("check_addresses", True)
-    facts = _launch_facts(data, module, limits) if check else None
+    facts = _launch_facts(data, module, limits)     # the alignment proofs use them too
     program = compile_kernel(module, kernel.name, limits, check_addresses=check, facts=facts)
     return _build(data, source_path, program, limits, source)
 
