@@ -20,7 +20,8 @@ from dataclasses import replace
 from qwengpu.errors import CapacityError, Location, PtxError
 from qwengpu.isa import MASK32, PT, RZ, Cmp, Instruction, Op
 from qwengpu.ptx import ir
-from qwengpu.ptx.alignment import aligned_accesses, buffer_alignment, variable_alignment
+from qwengpu.ptx.alignment import (aligned_accesses, buffer_alignment, needs_alignment_check,
+                                   variable_alignment)
 from qwengpu.ptx.cuda_lines import CudaLines, in_cuda_terms, readable
 from qwengpu.ptx.explain import unrolled_loop_detail
 from qwengpu.ptx.nvcc import ptx_for_source
@@ -90,15 +91,9 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
     if check_addresses:
         proven, assumed = proven_accesses(kernel, launch_facts,
                                           set(module.variables) | set(kernel.variables))
-    alignment = buffer_alignment(kernel)
-    aligned_params = _param_alignment(kernel, launch_facts, alignment)
     declared = {**module.variables, **kernel.variables}
-    variables = {name: variable_alignment(variable) for name, variable in declared.items()}
-    aligned = aligned_accesses(kernel, aligned_params, variables)
-    for param in list(aligned_params):          # keep only what the proofs rest on
-        fewer = {name: value for name, value in aligned_params.items() if name != param}
-        if aligned_accesses(kernel, fewer, variables) >= aligned:
-            aligned_params = fewer
+    alignment = buffer_alignment(kernel)
+    aligned, aligned_params = _alignment_proofs(kernel, launch_facts, alignment, declared)
     code, used_variables = select_kernel(module, kernel, limits.lanes, proven, aligned)
     changes = optimize(code)
     try:
@@ -129,6 +124,23 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
                    pointer_bytes=module.address_size // 8, assumptions=assumed,
                    cuda_lines=module.cuda_lines, buffer_alignment=alignment,
                    aligned_params=aligned_params)
+
+
+def _alignment_proofs(kernel: ir.Kernel, facts: Facts, alignment: int, declared: dict
+                      ) -> tuple[set[int], dict[str, int]]:
+    """The accesses proven naturally aligned (`qwengpu.ptx.alignment`), and the alignments
+    of parameter values those proofs rest on (the others dropped)."""
+    if not any(isinstance(ins, ir.Instruction) and needs_alignment_check(ins)
+               for ins in kernel.body):
+        return set(), {}                        # word accesses: the machine checks them
+    aligned_params = _param_alignment(kernel, facts, alignment)
+    variables = {name: variable_alignment(variable) for name, variable in declared.items()}
+    aligned = aligned_accesses(kernel, aligned_params, variables)
+    for param in list(aligned_params):
+        fewer = {name: value for name, value in aligned_params.items() if name != param}
+        if aligned_accesses(kernel, fewer, variables) >= aligned:
+            aligned_params = fewer
+    return aligned, aligned_params
 
 
 def _param_alignment(kernel: ir.Kernel, facts: Facts, alignment: int) -> dict[str, int]:
