@@ -139,7 +139,7 @@ class CudaLines:
         text = []
         for line in self.ptx_lines[number - 1:number + 7] if number > 0 else []:
             text.append(line.split("//")[0])
-            if ";" in line:
+            if ";" in line or line.lstrip().startswith("."):    # a directive: its line
                 break
         return " ".join(" ".join(text).split())
 

@@ -1,6 +1,6 @@
 """Launch files: a kernel, its grid, its buffers and arguments, made ready for the machine.
 
-A launch file is JSON (docs/launch.md, DESIGN §5):
+A launch file is JSON (docs/launch.md):
 
     {"source": "kernel.cu", "kernel": "vector_add", "grid": 2, "block": 8,
      "buffers": {"a": [1, 2], "c": [0, 0]}, "args": ["a", "c", 14]}
