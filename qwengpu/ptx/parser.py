@@ -17,7 +17,7 @@ from lark import Token, Tree
 
 from qwengpu.errors import Location, PtxError
 from qwengpu.ptx import ir
-from qwengpu.ptx.cuda_lines import CudaLines
+from qwengpu.ptx.cuda_lines import CudaLines, readable
 
 # Readable names for the grammar's terminals in "expected ..." messages.
 _TERMINAL_NAMES = {
@@ -160,7 +160,7 @@ class _ModuleBuilder:
                     continue
                 table = self.module.functions if kernel.is_function else self.module.kernels
                 if kernel.name in table:
-                    raise self.error(f"{kernel.name!r} is defined twice", item)
+                    raise self.error(f"{readable(kernel.name)!r} is defined twice", item)
                 table[kernel.name] = kernel
             # sections carry debug data only
         return self.module

@@ -13,6 +13,7 @@ from qwengpu.isa import MASK32, Op
 from qwengpu.ptx import ir
 from qwengpu.ptx import select_wide as wide
 from qwengpu.ptx.alignment import access_bytes, needs_alignment_check
+from qwengpu.ptx.cuda_lines import readable
 from qwengpu.ptx.selector import Selector, handles, mask, operand_b
 from qwengpu.ptx.vcode import (ZERO, FormedAddress, LabelRef, ParamRef, Source, SymbolRef,
                                VInstr, VReg)
@@ -67,7 +68,8 @@ def address(sel: Selector, operand, size_bytes: int = 4, checked: bool = False
         return ZERO, base.value + operand.offset, None
     if isinstance(base, ir.Symbol):
         if base.name in sel.params:
-            raise sel.error(f"parameter {base.name} can only be read with ld.param", base)
+            raise sel.error(f"parameter {readable(base.name)} can only be read with ld.param",
+                            base)
         sel.memory_variable(base)
         if not checked:
             return ZERO, SymbolRef(base.name, operand.offset), None
@@ -245,7 +247,8 @@ def _load_param(sel: Selector, ins: ir.Instruction, destination, source, width: 
     if param is None:
         if name in sel.kernel.variables:
             raise sel.unsupported(ins, "function calls (this reads a call's parameter)")
-        raise sel.error(f"{name} is not a parameter of {sel.kernel.name}", source.base)
+        raise sel.error(f"{readable(name)} is not a parameter of {readable(sel.kernel.name)}",
+                        source.base)
     offset = source.offset
     if offset < 0 or offset + width // 8 > param.size_bytes:
         raise sel.error(f"reads bytes {offset}..{offset + width // 8 - 1} of parameter {name}, "
