@@ -24,7 +24,7 @@ from qwengpu.isa import MASK32, RZ, Instruction, Trap
 from qwengpu.ptx import ir
 from qwengpu.ptx.alignment import variable_alignment
 from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_module
-from qwengpu.ptx.cuda_lines import put_in_cuda_terms, readable
+from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
 from qwengpu.runtime.trap_address import fault_detail, formed_address
@@ -169,7 +169,8 @@ def launch_from_dict(data, base_dir: str = ".", limits: MachineLimits | None = N
     check = data.get("check_addresses", True)
     facts = _launch_facts(data, module, limits)     # the alignment proofs use them too
     program = compile_kernel(module, kernel.name, limits, check_addresses=check, facts=facts)
-    return _build(data, source_path, program, limits, source)
+    with in_cuda_terms(lambda: program.cuda_lines):     # a variable's own mistakes
+        return _build(data, source_path, program, limits, source)
 
 
 def _launch_facts(data: dict, module: ir.Module, limits: MachineLimits) -> Facts:
@@ -232,7 +233,8 @@ def launch_for_program(program: Program, grid: int, block: int, buffers: dict[st
             "block": block, "buffers": buffers, "args": args}
     source = _LaunchText("<launch>", json.dumps(data, indent=1))
     _check_shape(data, source)
-    return _build(data, program.ptx_path, program, limits or machine_limits(), source)
+    with in_cuda_terms(lambda: program.cuda_lines):
+        return _build(data, program.ptx_path, program, limits or machine_limits(), source)
 
 
 def _build(data: dict, source_path: str, program: Program, limits: MachineLimits,

@@ -214,3 +214,48 @@ def test_launch_files_keep_the_layout_of_word_kernels():
         for region in placed.buffers.values():
             assert region.base_word == words
             words += region.words
+
+
+TRAPS = DATA / "traps.cu"
+
+
+def _cuda_line(text: str) -> int:
+    return next(number for number, line in enumerate(TRAPS.read_text().splitlines(), 1)
+                if text in line)
+
+
+def _trap_launch(folder: Path, source: str, kernel: str) -> dict:
+    args = {"misaligned_pair": ["p", "out"], "far_index": ["p", "out", 1 << 30]}[kernel]
+    return {"source": source, "kernel": kernel, "grid": 1, "block": 2,
+            "buffers": {"p": list(range(8)), "out": [0] * 4}, "args": args}
+
+
+@pytest.mark.parametrize("kernel,message,statement", [
+    ("misaligned_pair", "misaligned address: byte address 4 is not a multiple of 8 (an 8-byte "
+                        "access); in warp 0, lane 0", "out[threadIdx.x] = *(const long long"),
+    ("far_index", "address out of range: byte address 4294967296 (1 x 2^32 + 0) is past 2^32",
+     "out[threadIdx.x] = p[i + threadIdx.x];"),
+])
+def test_nvccs_kernels_trap_in_their_own_terms(tmp_path, capsys, kernel, message, statement):
+    """The checked-in PTX: the trap at its PTX line, the CUDA line as a note; the .cu (with
+    nvcc): at the CUDA line.  `p` is at byte 0, so the address is the kernel's offset."""
+    from qwengpu.cli import main
+    from qwengpu.ptx import nvcc
+
+    line = _cuda_line(statement)
+    for source in ("traps.ptx", "traps.cu"):
+        if source.endswith(".cu") and nvcc.find_nvcc() is None:
+            continue
+        for name in ("traps.ptx", "traps.cu"):
+            (tmp_path / name).write_text((DATA / name).read_text())
+        path = tmp_path / "launch.json"
+        path.write_text(json.dumps(_trap_launch(tmp_path, source, kernel)))
+        assert main(["run", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert message in err, err
+        cuda = f"{tmp_path / 'traps.cu'}:{line}:5"
+        if source.endswith(".ptx"):
+            assert err.startswith(f"{tmp_path / 'traps.ptx'}:") and \
+                f"\n{cuda}: note: from this CUDA line\n" in err
+        else:
+            assert err.startswith(f"{cuda}: trap: ") and ".cu.ptx" not in err
