@@ -134,7 +134,11 @@ class HdlError(UserError):
 
 
 class PtxError(UserError):
-    """PTX that is malformed or uses something the machine does not support."""
+    """PTX that is malformed or uses something the machine does not support.  `cuda_loc`,
+    when set, is the CUDA line the mistake is about where it is not the one its PTX line came
+    from (nvcc files a `dp4a` under the line of the loads before it)."""
+
+    cuda_loc: Location | None = None
 
 
 class LaunchError(UserError):

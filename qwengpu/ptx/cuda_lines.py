@@ -145,10 +145,12 @@ class CudaLines:
 
 
 def put_in_cuda_terms(error: UserError, lines: CudaLines) -> UserError:
-    """`error` (changed in place) located at the CUDA line its PTX line came from."""
+    """`error` (changed in place) located at the CUDA line its PTX line came from; an error
+    already told so is left as it is."""
     loc = error.loc
-    if loc is None or loc.file != lines.ptx_path:
+    if loc is None or loc.file != lines.ptx_path or getattr(error, "in_cuda_terms", False):
         return error
+    error.in_cuda_terms = True
     cuda = getattr(error, "cuda_loc", None) or (lines.at(loc.line) if loc.line else None)
     if lines.compiled_from is None:
         if cuda is not None:

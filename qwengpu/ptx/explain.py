@@ -100,7 +100,7 @@ def _mentions(operand, name: str) -> bool:
 
 def unrolled_loop_detail(kernel: ir.Kernel, ptx_line: int, lines: CudaLines | None
                          ) -> str | None:
-    """"nvcc unrolled the loop at kernel.cu:4 ..." for a register shortage at `ptx_line`, or
+    """`nvcc unrolled the loop at kernel.cu:4 ...` for a register shortage at `ptx_line`, or
     None when no unrolled loop can be seen there."""
     if lines is None:
         return None
