@@ -39,6 +39,7 @@ from typing import Callable
 
 from qwengpu.commands.check import add_parameter_option, parse_overrides
 from qwengpu.errors import UserError, check_output_location
+from qwengpu.ptx.cuda_lines import readable
 from qwengpu.runtime.launch import (Launch, LaunchResult, load_launch, machine_limits,
                                     run_launch_sim)
 from qwengpu.runtime.machine_file import checkpoint_machine
@@ -265,4 +266,4 @@ def print_buffers(result: LaunchResult, stream=None) -> None:
     for name, values in result.buffers.items():
         print(f"{name} = {values}", file=stream)
     for name, values in result.variables.items():
-        print(f"{name} = {values}  (kernel variable)", file=stream)
+        print(f"{readable(name)} = {values}  (kernel variable)", file=stream)

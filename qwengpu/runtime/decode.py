@@ -96,7 +96,8 @@ def launch_outcome(launch: Launch, records: list[dict[str, int]], tokens: int
     trap = None
     if records and records[-1].get("trap"):
         trap = describe_trap(launch, len(records) - 1, records[-1],
-                             lambda warp, lane, index: registers.get((warp, lane, index), 0))
+                             lambda warp, lane, index: registers.get((warp, lane, index), 0),
+                             records)
     return DecodedLaunch(launch, memory, records, trap, tokens=tokens)
 
 
