@@ -9,9 +9,10 @@ interpreter (`qwengpu.dsl.Simulator`), encoded with the protocol.
 
 `run_case` also holds the sparse engine (`qwengpu.engine`) to that judge: on the same
 directory and prompt it must write exactly the ids stock `generate` wrote, so every compiled
-test machine checks the engine too; and llama.cpp (`qwengpu.llamacpp`: the checkpoint's GGUF
-through the optional xllamacpp wheel) where it is installed, or always with
-`QWENGPU_REQUIRE_LLAMACPP=1` (tests/llamacpp_helpers.py).
+test machine checks the engine too; and so must llama.cpp (`qwengpu.llamacpp`: the
+checkpoint's GGUF through the optional xllamacpp wheel) on the first case of each
+checkpoint, where it is installed, or always with `QWENGPU_REQUIRE_LLAMACPP=1`
+(tests/llamacpp_helpers.py).
 """
 
 from __future__ import annotations

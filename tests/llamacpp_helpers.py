@@ -5,6 +5,10 @@ it is missing, `skip_without_llamacpp` skips a test with what to install, and
 `llamacpp_generate` answers None (so `compile_helpers.run_case` holds only the sparse engine
 to stock transformers); with `QWENGPU_REQUIRE_LLAMACPP=1` (CI) both fail instead.
 
+`run_case` asks llama.cpp for the first case it runs on each checkpoint (every compiled test
+machine, each dtype: some forty seconds of the default run), and for every case with
+`QWENGPU_LLAMACPP_EVERY_CASE=1` (three minutes more).
+
 The engine runs on one thread: on a 2-core machine shared with other work, llama.cpp's
 threads wait on each other at every operation (the ids never depend on the count).  One
 engine is kept loaded at a time, for the checkpoint the last call named.
@@ -19,6 +23,7 @@ from pathlib import Path
 import pytest
 
 _LOADED: dict = {}
+_CHECKED: set[str] = set()
 
 
 def llamacpp_installed() -> bool:
@@ -54,11 +59,19 @@ def llamacpp_engine(directory):
     return _LOADED[key]
 
 
-def llamacpp_generate(directory, prompt: list[int], max_new_tokens: int) -> list[int] | None:
-    """What llama.cpp writes greedily after `prompt`, or None where it is not installed."""
+def llamacpp_generate(directory, prompt: list[int], max_new_tokens: int,
+                      every_case: bool = False) -> list[int] | None:
+    """What llama.cpp writes greedily after `prompt`; None where it is not installed, and
+    (unless `every_case` or `QWENGPU_LLAMACPP_EVERY_CASE=1`) for a checkpoint it has
+    already run."""
     if not llamacpp_installed():
         if _required():
             pytest.fail("llama.cpp is not installed (QWENGPU_REQUIRE_LLAMACPP=1)")
         return None
+    key = str(Path(directory).resolve())
+    every_case = every_case or os.environ.get("QWENGPU_LLAMACPP_EVERY_CASE") == "1"
+    if key in _CHECKED and not every_case:
+        return None
+    _CHECKED.add(key)
     written, = llamacpp_engine(directory).generate([prompt], max_new_tokens)
     return written

@@ -39,6 +39,7 @@ from typing import Iterator, Sequence
 from qwengpu.errors import UserError
 
 FIRST_ROOM = 8192                     # new tokens the first context leaves room for
+CONTEXT_STEP = 256                    # contexts are whole multiples of this
 MAX_CONTEXT = 1 << 20
 # llama.cpp's log level (0: nothing but its errors; QWENGPU_LLAMACPP_VERBOSITY=3 for all)
 VERBOSITY = int(os.environ.get("QWENGPU_LLAMACPP_VERBOSITY", "0") or 0)
@@ -48,6 +49,10 @@ _DONE = object()
 def require_xllamacpp():
     """The `xllamacpp` module (the `[llamacpp]` extra), or a `UserError` saying how to get
     it."""
+    # llama.cpp's CPU threads meet at an OpenMP barrier after every operation; spinning
+    # there (OpenMP's default) stalls a whole token whenever another process holds a core
+    # (docs/llamacpp.md, "Threads"): wait passively unless told otherwise
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import xllamacpp
     except ImportError:
@@ -132,8 +137,9 @@ class LlamaCppEngine:
     def device(self) -> str:
         return "cpu"
 
-    def _server_with(self, context: int):
-        """llama.cpp's server with a context of at least `context` tokens."""
+    def server(self, context: int):
+        """llama.cpp's server (an `xllamacpp.Server`) with a context of at least `context`
+        tokens, loaded anew when the one there is smaller."""
         if self._server is not None and self.context >= context:
             return self._server
         xllamacpp = require_xllamacpp()
@@ -192,7 +198,7 @@ class LlamaCppEngine:
         if wanted > MAX_CONTEXT:
             raise UserError(f"llama.cpp: a row needs a context of {wanted} tokens, more than "
                             f"{MAX_CONTEXT}")
-        server = self._server_with(-(-wanted // 256) * 256)
+        server = self.server(-(-wanted // CONTEXT_STEP) * CONTEXT_STEP)
         return _Stream(server, list(ids), min(max_tokens, self.context - len(ids)))
 
 
