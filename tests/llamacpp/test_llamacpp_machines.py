@@ -10,6 +10,8 @@ interpreter in lockstep: llama.cpp's ids must be stock transformers' ids, which 
 interpreter's trace encoded, and the buffers those of the example's expected.json (its
 independent model.py).  The reduced machine also runs `hdlc run --engine llama.cpp --check`
 from the command line.  llama.cpp runs on one thread (docs/llamacpp.md, "Threads").
+`QWENGPU_REDUCED_MODEL`, `QWENGPU_MIN_MODEL`, `QWENGPU_2B_MODEL` name checkpoints compiled
+with the same flags to reuse.
 
 Measured on the 2-core x86_64 machine, shared: the reduced machine's 162 tokens take about
 a minute in llama.cpp, the whole machine's (min) about 3 to 8 minutes, the 2B shape's
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -34,8 +37,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KERNEL = "serial_mad"
 
 
-def compiled(tmp_path_factory, name: str, *flags: str) -> Path:
+def compiled(tmp_path_factory, name: str, *flags: str, reuse: str) -> Path:
+    """The checkpoint compiled with `flags`, or the one environment variable `reuse` names
+    (compiled with the same flags)."""
     skip_without_llamacpp()
+    if os.environ.get(reuse):
+        return Path(os.environ[reuse])
     directory = tmp_path_factory.mktemp(name) / "checkpoint"
     assert main(["compile", "specs/qwengpu.hdl", *flags, "-o", str(directory)]) == 0
     gc.collect()
@@ -71,7 +78,8 @@ def held_to_stock_transformers(directory: Path, kernel: str = KERNEL) -> dict:
 
 def test_the_reduced_machine(tmp_path_factory, capsys):
     flags = [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
-    directory = compiled(tmp_path_factory, "reduced", "--target", "min", *flags)
+    directory = compiled(tmp_path_factory, "reduced", "--target", "min", *flags,
+                         reuse="QWENGPU_REDUCED_MODEL")
     held_to_stock_transformers(directory)
     capsys.readouterr()
     code = main(["run", str(EXAMPLES / KERNEL / "launch.json"), "--backend", "model",
@@ -86,9 +94,10 @@ def test_the_reduced_machine(tmp_path_factory, capsys):
 
 
 def test_the_whole_machine_min(tmp_path_factory):
-    held_to_stock_transformers(compiled(tmp_path_factory, "whole", "--target", "min"))
+    held_to_stock_transformers(compiled(tmp_path_factory, "whole", "--target", "min",
+                                        reuse="QWENGPU_MIN_MODEL"))
 
 
 def test_the_whole_machine_in_the_2b_shape(tmp_path_factory):
     held_to_stock_transformers(compiled(tmp_path_factory, "whole-2b",
-                                        "--target", "qwen3.5-2b"))
+                                        "--target", "qwen3.5-2b", reuse="QWENGPU_2B_MODEL"))
