@@ -162,7 +162,8 @@ class LlamaCppEngine:
         try:
             self._server = xllamacpp.Server(params)
         except RuntimeError as error:
-            raise UserError(f"{self.path}: llama.cpp cannot load it ({error})") from None
+            raise UserError(f"{self.path}: llama.cpp cannot load it ({error}; "
+                            "QWENGPU_LLAMACPP_VERBOSITY=3 shows llama.cpp's log)") from None
         self.context = context
         return self._server
 

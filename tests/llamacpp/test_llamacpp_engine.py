@@ -171,6 +171,11 @@ def test_a_gguf_that_is_not_there(counter, needs_llamacpp, tmp_path, capsys):
     assert main(["generate", SPEC, "--model", str(directory), "--engine", "llama.cpp",
                  "--gguf", str(tmp_path / "none.gguf")]) == 1
     assert "no such GGUF file" in capsys.readouterr().err
+    garbage = tmp_path / "garbage.gguf"
+    garbage.write_bytes(b"not a gguf at all" * 64)
+    assert main(["generate", SPEC, "--model", str(directory), "--engine", "llama.cpp",
+                 "--gguf", str(garbage)]) == 1
+    assert "not a readable GGUF file" in capsys.readouterr().err
 
 
 def test_without_xllamacpp(counter, capsys, monkeypatch):
