@@ -87,6 +87,12 @@ def export_gguf(directory: str | Path, output: str | Path,
     started = time.perf_counter()
     directory, output = Path(directory), Path(output)
     config, prefix = read_config(directory)
+    if config.get("linear_key_head_dim") != config.get("linear_value_head_dim"):
+        raise CheckpointError(f"{directory}/config.json: DeltaNet key heads of "
+                              f"{config.get('linear_key_head_dim')} dims and value heads of "
+                              f"{config.get('linear_value_head_dim')}; llama.cpp's qwen35 "
+                              "takes them equally wide (as Qwen3.5 and every compiled machine "
+                              "has them)")
     vocabulary = checkpoint_vocabulary(directory, config)
     stamp = source_stamp(directory)
     sources = _TensorSources(directory)

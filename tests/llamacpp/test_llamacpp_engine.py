@@ -193,3 +193,39 @@ def test_without_xllamacpp(counter, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "needs the xllamacpp package" in err and "pip install -e \".[llamacpp]\"" in err
     assert llamacpp_installed() or True                  # (the check itself needs no import)
+
+
+def test_a_random_qwen35_with_live_attention(counter, needs_llamacpp, tmp_path):
+    """What a compiled machine leaves idle, on random weights (tests/random_checkpoints.py):
+    live full attention (GQA, partial rotary, q/k norms, the gate), DeltaNet decays other
+    than 1, two value heads a key head (the export's V-head reorder), random norms and conv
+    taps.  llama.cpp's log-probabilities of its top tokens are transformers' within 1e-4
+    at every position, and its greedy ids are stock `generate()`'s."""
+    import torch
+
+    from qwengpu.llamacpp import LlamaCppEngine
+    from random_checkpoints import random_model
+
+    compiled, _ = counter
+    model = random_model(seed=3, vocab_size=compiled.protocol.vocab_size, eos_token_id=None,
+                         linear_value_head_dim=8)       # llama.cpp: as wide as a key head
+    directory = tmp_path / "random"
+    model.save_pretrained(directory)
+    compiled.protocol.save(directory)
+    prompt = [2] + torch.randint(5, compiled.protocol.vocab_size, (40,),
+                                 generator=torch.Generator().manual_seed(1)).tolist()
+    with torch.no_grad():
+        stock = model.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False,
+                               min_new_tokens=24)[0, len(prompt):].tolist()
+        logits = model(torch.tensor([prompt + stock])).logits[0, len(prompt) - 1:-1]
+    stock_logprobs = torch.log_softmax(logits.double(), -1)
+    server = LlamaCppEngine.load(directory, threads=1).server(256)
+    answer = server.handle_completions({
+        "prompt": prompt, "max_tokens": 24, "temperature": 0.0, "samplers": ["temperature"],
+        "n_probs": 5, "cache_prompt": False})
+    content = answer["choices"][0]["logprobs"]["content"]
+    assert [token["id"] for token in content] == stock
+    for position, token in enumerate(content):
+        for top in token["top_logprobs"]:
+            assert abs(top["logprob"] - float(stock_logprobs[position, top["id"]])) < 1e-4, \
+                (position, top)
