@@ -322,7 +322,8 @@ def _write_parameters(gguf, writer, config: dict, directory: Path) -> None:
     writer.add_rope_freq_base(float(rope.get("rope_theta", 10000.0)))
     rotary = int(head_dim * rope.get("partial_rotary_factor", 0.25))
     writer.add_rope_dimension_count(rotary)
-    writer.add_rope_dimension_sections(list(rope.get("mrope_section") or rope_sections(rotary)))
+    sections = list(rope.get("mrope_section") or rope_sections(rotary))
+    writer.add_rope_dimension_sections((sections + [0] * 4)[:4])     # the converter pads to 4
     writer.add_ssm_conv_kernel(config.get("linear_conv_kernel_dim", 4))
     writer.add_ssm_state_size(config["linear_key_head_dim"])
     writer.add_ssm_group_count(config["linear_num_key_heads"])
