@@ -201,3 +201,15 @@ def test_a_failure_while_writing_leaves_nothing(counter, tmp_path, capsys, monke
     assert main(["export", str(counter), "--gguf", str(out)]) == 1
     assert "(a test)" in capsys.readouterr().err
     assert len(calls) == 10 and list(tmp_path.iterdir()) == []
+
+
+def test_a_three_part_mrope_section_is_padded(counter, tmp_path):
+    """Qwen3.5 configs give `mrope_section` as three numbers; llama.cpp wants four."""
+    copy = tmp_path / "copy"
+    shutil.copytree(counter, copy)
+    config = json.loads((copy / "config.json").read_text())
+    config["rope_parameters"]["mrope_section"] = [1, 1, 0]
+    (copy / "config.json").write_text(json.dumps(config))
+    assert main(["export", str(copy), "--gguf", str(tmp_path / "x.gguf")]) == 0
+    values, _ = fields(tmp_path / "x.gguf")
+    assert values["qwen35.rope.dimension_sections"] == [1, 1, 0, 0]
