@@ -15,7 +15,7 @@ import traceback
 from qwengpu.errors import UserError
 
 COMMAND_MODULES = ["check", "sim", "run", "compile", "splice", "generate", "graph", "passes", "launch",
-                   "decode"]
+                   "decode", "export"]
 
 
 def _load_commands():

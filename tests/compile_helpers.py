@@ -9,7 +9,10 @@ interpreter (`qwengpu.dsl.Simulator`), encoded with the protocol.
 
 `run_case` also holds the sparse engine (`qwengpu.engine`) to that judge: on the same
 directory and prompt it must write exactly the ids stock `generate` wrote, so every compiled
-test machine checks the engine too.
+test machine checks the engine too; and so must llama.cpp (`qwengpu.llamacpp`: the
+checkpoint's GGUF through the optional xllamacpp wheel) on the first case of each
+checkpoint, where it is installed, or always with `QWENGPU_REQUIRE_LLAMACPP=1`
+(tests/llamacpp_helpers.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from transformers import AutoModelForCausalLM
 from qwengpu.compiler import compile
 from qwengpu.dsl import Simulator
 from qwengpu.trace.prompt import simulator_state, state_prompt  # noqa: F401  (tests use both)
+from llamacpp_helpers import llamacpp_generate
 
 
 def compile_to(spec: str, directory, dtype=torch.float32, target: str = "min", params=None,
@@ -95,6 +99,10 @@ def run_case(compiled, model, sim: Simulator, prefix: int = 0, max_records: int 
     on_engine = engine_generate(model.name_or_path, prompt + expected[:prefix],
                                 len(expected) - prefix)
     assert on_engine == got, "the sparse engine and stock generate wrote different ids"
+    on_llamacpp = llamacpp_generate(model.name_or_path, prompt + expected[:prefix],
+                                    len(expected) - prefix)
+    if on_llamacpp is not None:
+        assert on_llamacpp == got, "llama.cpp and stock generate wrote different ids"
     return expected[prefix:], got
 
 

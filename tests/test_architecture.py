@@ -10,6 +10,7 @@ its own, never one above, and the packages that share a layer are independent of
     splice                         the machine in front of a checkpoint's layers
     compiler                       the driver of the compile pipeline
     backend_torch | runtime        weights for the model | launches, runs, checks
+    llamacpp                       a checkpoint as a GGUF, run in llama.cpp
     engine | ptx                   runs checkpoints | reads PTX
     trace                          the token vocabulary, prompts, decoding
     passes
@@ -30,7 +31,7 @@ import grimp
 import networkx as nx
 import pytest
 
-LAYERS = [["cli"], ["commands"], ["splice"], ["compiler"], ["backend_torch", "runtime"], ["engine", "ptx"],
+LAYERS = [["cli"], ["commands"], ["splice"], ["compiler"], ["backend_torch", "runtime"], ["llamacpp"], ["engine", "ptx"],
           ["trace"], ["passes"], ["ir"], ["isa"], ["dsl"], ["errors"]]
 MAX_LINES = 600
 PACKAGE = Path(__file__).resolve().parents[1] / "qwengpu"

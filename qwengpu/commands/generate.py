@@ -4,7 +4,8 @@ The prompt puts the machine into the state it has after reset (memories zero, re
 their reset values), or into the state given with `--state FILE` (JSON: element name -> a
 list of values, flat and row-major; a register is a list of one value; elements left out stay
 at reset).  The model then writes greedily until the end-of-launch token (on the sparse
-engine, or with `--engine transformers` stock `generate()`), and the generated tokens are
+engine, with `--engine transformers` stock `generate()`, with `--engine llama.cpp` the
+checkpoint's GGUF in llama.cpp), and the generated tokens are
 decoded into records and printed.  `--check` also runs the reference
 interpreter from the same state and fails at the first record that differs.  For QwenGPU
 launches (CUDA kernels) use `hdlc run --backend model`; this command serves any spec, such
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     from qwengpu.trace.prompt import simulator_state, state_prompt
 
     design = load_design(args.spec, parse_overrides(args.param, args.parser))
-    model, protocol = load_checkpoint(args.model, args.device, args.engine)
+    model, protocol = load_checkpoint(args.model, args.device, args.engine, args.gguf,
+                                      args.threads)
     sim = starting_simulator(design, args.state)
     prompt = state_prompt(protocol, simulator_state(sim))
     started = time.perf_counter()

@@ -78,7 +78,7 @@ def _run_model(launches: list[Launch], machine: Machine, args: argparse.Namespac
 
     outcomes = run_launches_model(launches, args.model, max_records=args.max_records,
                                   check=args.check, machine=machine, engine=args.engine,
-                                  threads=args.threads, device=args.device)
+                                  threads=args.threads, device=args.device, gguf=args.gguf)
     if len(launches) == 1 and isinstance(outcomes[0], UserError):
         raise outcomes[0]
     return outcomes
@@ -93,13 +93,20 @@ BACKENDS: dict[str, Callable[[list[Launch], Machine, argparse.Namespace],
 
 
 def add_engine_argument(parser: argparse.ArgumentParser) -> None:
-    """`--engine sparse|transformers`: what runs a checkpoint (qwengpu.runtime.model_backend)."""
+    """`--engine sparse|transformers|llama.cpp` (and `--gguf`, `--device`, `--threads`):
+    what runs a checkpoint (qwengpu.runtime.model_backend)."""
     from qwengpu.runtime.model_backend import DEFAULT_ENGINE, ENGINES
 
     parser.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
                         help="what runs the checkpoint: sparse = the project's engine, which "
                              "multiplies the checkpoint's nonzero tensors (default); "
-                             "transformers = stock transformers generate(), the judge")
+                             "transformers = stock transformers generate(), the judge; "
+                             "llama.cpp = its float32 GGUF in llama.cpp (pip install -e "
+                             "\".[llamacpp]\"; docs/llamacpp.md)")
+    parser.add_argument("--gguf", metavar="FILE", default=None,
+                        help="--engine llama.cpp: the GGUF to run (hdlc export DIR --gguf "
+                             "FILE writes one; default: DIR.gguf beside the checkpoint, "
+                             "exported there when missing or older than the checkpoint)")
     parser.add_argument("--device", default=None, metavar="DEVICE",
                         help="torch device the model runs on; the sparse engine runs its "
                              "compiled kernels on the CPU (default, or 'cpu') and its torch "
@@ -108,8 +115,9 @@ def add_engine_argument(parser: argparse.ArgumentParser) -> None:
                              "is one")
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1),
                         metavar="N", help="sparse engine: share several launches' rows over "
-                                          "N threads (default: 2 where the machine has 2 "
-                                          "cores; the ids never depend on it)")
+                                          "N threads; llama.cpp: its threads (default: 2 "
+                                          "where the machine has 2 cores; the ids never "
+                                          "depend on it)")
 
 
 def add_machine_arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,13 +3,16 @@
     result = run_launch_model(launch, "build/qwengpu", check=True)
     result.buffers, result.records, result.tokens, result.seconds
 
-Two engines run the same checkpoint files (`ENGINES`):
+Three engines run the same checkpoint files (`ENGINES`):
 
 - `sparse` (the default): `qwengpu.engine.SparseEngine`, which multiplies the checkpoint's
   own nonzero tensors (docs/engine.md), greedy, one token a step for every row;
 - `transformers`: stock `AutoModelForCausalLM.from_pretrained(DIR)` (no
   `trust_remote_code`) and `generate(do_sample=False)` with its cache: the judge the sparse
-  engine is held to (tests demand the same ids).
+  engine is held to (tests demand the same ids);
+- `llama.cpp`: the checkpoint's float32 GGUF (`hdlc export`, cached beside it, or `gguf`)
+  greedily in llama.cpp through the optional `xllamacpp` wheel (`qwengpu.llamacpp`,
+  docs/llamacpp.md), held to the same ids.
 
 The prompt is built by `qwengpu.runtime.prompt`, and the model writes token by token until
 the checkpoint's `eos_token_id`.  The only host code in the loop watches the ids the model
@@ -44,7 +47,7 @@ from pathlib import Path
 from qwengpu.trace.protocol import ProtocolError, TraceProtocol
 from qwengpu.errors import LaunchError, UserError
 
-ENGINES = ("sparse", "transformers")
+ENGINES = ("sparse", "transformers", "llama.cpp")
 DEFAULT_ENGINE = "sparse"
 from qwengpu.runtime.decode import DecodedLaunch, launch_outcome
 from qwengpu.trace.decode import TraceDecoder
@@ -64,12 +67,15 @@ class CheckMismatch(UserError):
 
 
 def load_checkpoint(directory: str | Path, device: str | None = None,
-                    engine: str = DEFAULT_ENGINE):
+                    engine: str = DEFAULT_ENGINE, gguf: str | Path | None = None,
+                    threads: int | None = None):
     """(model, protocol) of a compiled checkpoint directory; clear errors for what is amiss.
     The model is the sparse engine (`engine="sparse"`: `SparseEngine`'s compiled kernels on
     the CPU for `device` None or "cpu", else `TorchSparseEngine` on that torch device, e.g.
-    "cuda", or "cpu:0" for its torch version on the CPU) or a transformers model
-    (`"transformers"`, on `device`, default cuda where there is one)."""
+    "cuda", or "cpu:0" for its torch version on the CPU), a transformers model
+    (`"transformers"`, on `device`, default cuda where there is one) or llama.cpp
+    (`"llama.cpp"`: on the CPU with `threads`, on the GGUF file `gguf` or the checkpoint's
+    cached one)."""
     path = Path(directory)
     if not path.is_dir():
         raise UserError(f"{directory}: no such checkpoint directory")
@@ -78,15 +84,22 @@ def load_checkpoint(directory: str | Path, device: str | None = None,
                         "one)")
     if engine not in ENGINES:
         raise UserError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    if gguf is not None and engine != "llama.cpp":
+        raise UserError("--gguf names the file llama.cpp runs: it needs --engine llama.cpp")
     protocol = TraceProtocol.load(path)
     spliced = read_splice(path)
-    if spliced is not None:             # hdlc splice: machine ids sit at an offset
+    if engine == "llama.cpp":
+        model = _load_llamacpp(path, device, gguf, threads)
+        if spliced is not None:
+            return SplicedEngine(model, spliced), protocol
+        eos, vocab = model.eos_token_id, model.vocab_size
+    elif spliced is not None:             # hdlc splice: machine ids sit at an offset
         if engine == "sparse":
             model, _ = load_checkpoint_engine(path, device)
             return SplicedEngine(model, spliced), protocol
         model = SplicedModel(_load_transformers(path, directory, device, spliced), spliced)
         return model, protocol
-    if engine == "sparse":
+    elif engine == "sparse":
         model, weights = load_checkpoint_engine(path, device)
         eos, vocab = _generation_eos(path, weights.eos_token_id), weights.vocab_size
     else:
@@ -102,6 +115,19 @@ def load_checkpoint(directory: str | Path, device: str | None = None,
         raise ProtocolError(f"{directory}: the model has {vocab} output tokens, its protocol "
                             f"needs {protocol.vocab_size}")
     return model, protocol
+
+
+def _load_llamacpp(path: Path, device: str | None, gguf, threads: int | None):
+    """llama.cpp on the checkpoint's GGUF (exported into its cache first if need be)."""
+    from qwengpu.llamacpp import LlamaCppEngine, require_xllamacpp
+
+    if device is not None and str(device) != "cpu":
+        raise UserError(f"--engine llama.cpp runs on the CPU (the xllamacpp wheel), not on "
+                        f"{device}")
+    require_xllamacpp()
+    show = sys.stderr.isatty()
+    return LlamaCppEngine.load(path, gguf, threads, progress=(lambda text: print(
+        text, file=sys.stderr, flush=True)) if show else None)
 
 
 def load_checkpoint_engine(path: Path, device: str | None):
@@ -433,16 +459,26 @@ def model_device(model) -> str:
 
 def _is_engine(model) -> bool:
     from qwengpu.engine import SparseEngine
+    from qwengpu.llamacpp import LlamaCppEngine
 
-    return isinstance(model, (SparseEngine, SplicedEngine))
+    return isinstance(model, (SparseEngine, SplicedEngine, LlamaCppEngine))
+
+
+def engine_name(model) -> str:
+    """`ENGINES`' name of a loaded model."""
+    inner = model.engine if isinstance(model, SplicedEngine) else model
+    if not _is_engine(inner):
+        return "transformers"
+    return getattr(inner, "name", "sparse")
 
 
 def _run_on_engine(engine, rows: list[_Row], display: _Progress, deadline: float | None,
-                   prefill_chunk_size: int, threads: int) -> None:
-    """Feed each row the ids the sparse engine writes for it, a step at a time, until every
-    row is done or `deadline` (perf_counter) has passed."""
+                   prefill_chunk_size: int, threads: int, max_new_tokens: int) -> None:
+    """Feed each row the ids the engine (sparse or llama.cpp) writes for it, a step at a
+    time, until every row is done or `deadline` (perf_counter) has passed."""
+    budget = {"max_new_tokens": max_new_tokens} if engine_name(engine) == "llama.cpp" else {}
     session = engine.session([row.prompt + row.ids for row in rows], eos_id=None,
-                             prefill_chunk=prefill_chunk_size, threads=threads)
+                             prefill_chunk=prefill_chunk_size, threads=threads, **budget)
     display.prompts_given(sum(len(row.ids) for row in rows))
     for step in session:
         for index, token_id in step:
@@ -462,7 +498,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
                        machine=None, loaded=None, resume_ids: list[list[int]] | None = None,
                        pause_seconds: float | None = None, prefill_chunk_size: int = 1024,
                        progress_every: float | None = None, engine: str = DEFAULT_ENGINE,
-                       threads: int = 1,
+                       threads: int = 1, gguf: str | Path | None = None,
                        ) -> list[DecodedLaunch | Unfinished | UserError]:
     """Run several launches on a compiled checkpoint as one batch (one row a launch) on
     `engine` (`ENGINES`).  Each entry of the answer is the launch's outcome, or the error that ended its
@@ -476,9 +512,10 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
     the prompt in prefill chunks of `prefill_chunk_size` tokens, and generation goes on.
     `progress_every` writes a progress line to stderr that often (seconds), terminal or not.
     `threads` shares the rows out over that many threads on the sparse engine (the ids do
-    not depend on it)."""
+    not depend on it) and is llama.cpp's thread count; `gguf` is the file llama.cpp runs
+    (default: the checkpoint's cached GGUF)."""
     check_max_records(max_records)
-    model, protocol = loaded or load_checkpoint(model_dir, device, engine)
+    model, protocol = loaded or load_checkpoint(model_dir, device, engine, gguf, threads)
     rows = [_Row(launch, protocol, machine, check, max_records) for launch in launches]
     for row, earlier in zip(rows, resume_ids or []):
         for token_id in earlier:
@@ -490,7 +527,8 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
     deadline = None if pause_seconds is None else started + pause_seconds
     try:
         if running and _is_engine(model):
-            _run_on_engine(model, running, display, deadline, prefill_chunk_size, threads)
+            _run_on_engine(model, running, display, deadline, prefill_chunk_size, threads,
+                           max_records * protocol.tokens_per_record + 1)
         elif running:
             generate_greedy(model, protocol, [row.prompt + row.ids for row in running],
                             max_records, streamer=_streamer(running, display),
@@ -523,7 +561,8 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
         result.prompt_tokens, result.seconds = len(row.prompt), seconds
         result.ids = list(row.ids)
         result.first_token_seconds = first_token
-        result.engine = "sparse" if _is_engine(model) else "transformers"
+        result.engine = engine_name(model)
+        result.ids = row.ids                     # what the model wrote after the prompt
         outcomes.append(result)
     return outcomes
 

@@ -11,7 +11,7 @@ one-lane, one-warp QwenGPU (`compile_helpers.REDUCED`), and then:
 - no machine token is the argmax on that text (the margin is printed);
 - a real CUDA kernel (serial_mad, nvcc's PTX) runs exactly inside, every record checked in
   lockstep against the reference interpreter (`hdlc run --check`), on the sparse engine and
-  (slow-marked) on stock transformers;
+  (slow-marked) on stock transformers and in llama.cpp (the spliced checkpoint's GGUF);
 - the tokenizer gives every text the base's ids, and the base's other files come along.
 
 The base is loaded in float32 for the comparison (a bfloat16 base's values widen exactly;
@@ -33,6 +33,7 @@ if str(HERE) not in sys.path:
 
 from bases import MIN_SHAPE, TEXT_SAMPLE, make_base, text_ids  # noqa: E402
 from compile_helpers import REDUCED  # noqa: E402
+from llamacpp_helpers import skip_without_llamacpp  # noqa: E402
 from qwengpu.cli import main  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -155,12 +156,16 @@ def test_the_tokenizer_is_the_base_s_and_more(spliced):
 
 
 @pytest.mark.parametrize("engine", ["sparse", pytest.param("transformers",
-                                                           marks=pytest.mark.slow)])
+                                                           marks=pytest.mark.slow),
+                                    pytest.param("llama.cpp", marks=pytest.mark.slow)])
 def test_a_cuda_kernel_inside_the_spliced_model(spliced, engine, capsys):
     _, out, _ = spliced
+    if engine == "llama.cpp":
+        skip_without_llamacpp()
     capsys.readouterr()
     code = main(["run", str(EXAMPLES / "serial_mad" / "launch.json"), "--backend", "model",
-                 "--model", str(out), "--check", "--json", "--engine", engine])
+                 "--model", str(out), "--check", "--json", "--engine", engine,
+                 "--threads", "1"])
     printed, err = capsys.readouterr()
     assert code == 0, err
     result = json.loads(printed)
