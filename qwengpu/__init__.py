@@ -10,6 +10,7 @@ Packages, from the bottom layer up (tests/test_architecture.py holds the layers)
 - `trace`: the token vocabulary of a compiled machine, prompts and trace decoding;
 - `ptx`: the nvcc driver and the PTX loader (CUDA kernels to machine code, docs/ptx.md);
 - `engine`: the sparse engine that runs a compiled checkpoint from its own tensors;
+- `llamacpp`: the GGUF export and the llama.cpp engine, held to stock transformers;
 - `backend_torch`: gadgets, the schedule into 45 layers and the checkpoint writer;
 - `runtime`: launches on the interpreter and on the model, `--check`, decoding of traces;
 - `compiler` (module): the compile pipeline as one list of named steps;
