@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from qwengpu.errors import CapacityError, Location, PtxError
-from qwengpu.isa import MASK32, PT, RZ, Cmp, Instruction, Op
+from qwengpu.isa import DEFAULT_ISA, MASK32, PT, RZ, Cmp, Instruction, Op
 from qwengpu.ptx import ir
 from qwengpu.ptx.nvcc import ptx_for_source
 from qwengpu.ptx.optimize import optimize, remove_branches_to_next
@@ -144,11 +144,13 @@ def _encode(ins: VInstr, allocation: Allocation, labels: dict[str, int],
             param_slot: dict) -> ProgramSlot:
     fields = {"op": ins.op, "d": _physical(ins.d, allocation) if ins.d is not None else RZ,
               "a": _physical(ins.a, allocation) if ins.a is not None else RZ,
-              "pg": _physical(ins.guard, allocation), "pn": ins.guard_negated}
-    if ins.op in (Op.PAND, Op.POR, Op.PXOR, Op.PNOT, Op.SETP):
-        fields["d"] = _physical(ins.d, allocation) if ins.d is not None else PT
-    if ins.op in (Op.PAND, Op.POR, Op.PXOR, Op.PNOT) and ins.a is None:
-        fields["a"] = PT
+              "pg": _physical(ins.guard, allocation), "pn": ins.guard_negated,
+              "space": ins.space}
+    # A predicate field left empty is pt (the assembly form says which fields hold one).
+    for operand in DEFAULT_ISA.by_value[int(ins.op)].syntax.operands:
+        if operand.kind == "pred" and operand.field in ("d", "a") \
+                and getattr(ins, operand.field) is None:
+            fields[operand.field] = PT
     relocation = None
     if isinstance(ins.b, (VReg, VPred)):
         fields["b"] = _physical(ins.b, allocation)

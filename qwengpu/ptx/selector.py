@@ -185,7 +185,8 @@ class Selector:
     # ---- emitting code ------------------------------------------------------------------------
 
     def emit(self, op: Op, d=None, a=None, b=None, c=None, imm=0,
-             guard: tuple[VPred, bool] | None = None, is_move: bool = False) -> VInstr:
+             guard: tuple[VPred, bool] | None = None, is_move: bool = False,
+             space: int = 0) -> VInstr:
         """Append one instruction.  By default it runs under the PTX instruction's guard; a
         handler that needs its own condition passes `guard=(predicate, negated)`."""
         if a is not None and not isinstance(a, (VReg, VPred)):
@@ -197,8 +198,8 @@ class Selector:
             predicate, negated = guard
             full_def = False
         instruction = VInstr(op=op, d=d, a=a, b=b, c=c, imm=imm, guard=predicate,
-                             guard_negated=negated, full_def=full_def, is_move=is_move,
-                             origin=self.ins)
+                             guard_negated=negated, space=space, full_def=full_def,
+                             is_move=is_move, origin=self.ins)
         self.code.append(instruction)
         return instruction
 
