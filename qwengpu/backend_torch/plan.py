@@ -310,13 +310,9 @@ class _Builder:
             query = ("value", self.flat_index(region, store, groups, operands, node.loc))
         width = store.width
         tag = f"{region[0]}.{name}.r{len([k for k in self.ports if k[1] == name])}"
-        writes, inputs = self.memory_writes(store)
-        # A read gives back the groups the store holds: a digit's own size, or for a store
-        # only the prompt writes, the staged byte's whole hex digit.
-        sizes = [self.plan.values[v].size if v in self.plan.values else
-                 1 << _digit_bits(width, d) for d, v in enumerate(writes["values"])]
-        outputs = [self.plan.value(f"{tag}.d{d}", sizes[d], loc=node.loc)
+        outputs = [self.plan.value(f"{tag}.d{d}", 1 << _digit_bits(width, d), loc=node.loc)
                    for d in range(-(-width // 4))]
+        writes, inputs = self.memory_writes(store)
         inputs = inputs + ([query[1]] if query[0] == "value" else [])
         heads = -(-sum(self.plan.values[v].size for v in outputs) // HEAD_DIM)
         # slots the reads need: the elements, and the spare out-of-range reads use (if any)
