@@ -7,7 +7,7 @@ prints the traceback and exits 70.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,11 @@ class Location:
     file: str
     line: int = 0
     column: int = 0
+    # The whole construct, where it is wider than the point above (an operator's location is
+    # its token, its span the whole expression): (first line, first column, last line, the
+    # column after the last character).  Not part of equality: two nodes made at one place
+    # are at one location whatever their extent.
+    span: tuple[int, int, int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         if self.line and self.column:
@@ -26,8 +31,19 @@ class Location:
         return self.file
 
 
+@dataclass(frozen=True)
+class Note:
+    """More about an error: printed after it as `loc: note: message` (or `note: message`),
+    with the line `loc` points at and a caret when `source` (or the file) has it."""
+
+    message: str
+    loc: Location | None = None
+    source: str | None = None
+
+
 class UserError(Exception):
-    """A mistake in the user's input.  `loc` may be None when there is no source to point at."""
+    """A mistake in the user's input.  `loc` may be None when there is no source to point at;
+    `notes` say more (where else it shows, what to do)."""
 
     kind = "error"
 
@@ -36,26 +52,38 @@ class UserError(Exception):
         self.message = message
         self.loc = loc
         self.source = source
+        self.notes: list[Note] = []
 
     def render(self) -> str:
         head = f"{self.loc}: {self.kind}: {self.message}" if self.loc else f"{self.kind}: {self.message}"
-        text = self.source
-        if text is None and self.loc and self.loc.line:
-            try:
-                with open(self.loc.file, encoding="utf-8") as handle:
-                    text = handle.read()
-            except OSError:
-                text = None
-        if text is None or not (self.loc and self.loc.line):
-            return head
-        lines = text.splitlines()
-        if not 0 < self.loc.line <= len(lines):
-            return head
-        line = lines[self.loc.line - 1]
-        # Keep the line's tabs in the caret line so the caret lines up in any terminal.
-        prefix = line[: max(self.loc.column - 1, 0)]
-        caret = "".join("\t" if char == "\t" else " " for char in prefix) + "^"
-        return f"{head}\n{line}\n{caret}"
+        parts = [head, *_excerpt(self.loc, self.source)]
+        for note in self.notes:
+            parts.append(f"{note.loc}: note: {note.message}" if note.loc else
+                         f"note: {note.message}")
+            parts.extend(_excerpt(note.loc, note.source))
+        return "\n".join(parts)
+
+
+def _excerpt(loc: Location | None, text: str | None) -> list[str]:
+    """The line `loc` points at and a caret under its column (none for column 0), from `text`
+    or else the file; nothing when neither has the line."""
+    if not (loc and loc.line):
+        return []
+    if text is None:
+        try:
+            with open(loc.file, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError):
+            return []
+    lines = text.splitlines()
+    if not 0 < loc.line <= len(lines):
+        return []
+    line = lines[loc.line - 1]
+    if not loc.column:
+        return [line]
+    # Keep the line's tabs in the caret line so the caret lines up in any terminal.
+    prefix = line[: loc.column - 1]
+    return [line, "".join("\t" if char == "\t" else " " for char in prefix) + "^"]
 
 
 def check_output_location(path, what: str = "output") -> None:
@@ -111,7 +139,11 @@ class HdlError(UserError):
 
 
 class PtxError(UserError):
-    """PTX that is malformed or uses something the machine does not support."""
+    """PTX that is malformed or uses something the machine does not support.  `cuda_loc`,
+    when set, is the CUDA line the mistake is about where it is not the one its PTX line came
+    from (nvcc files a `dp4a` under the line of the loads before it)."""
+
+    cuda_loc: Location | None = None
 
 
 class LaunchError(UserError):

@@ -2,7 +2,7 @@
 with stock transformers, and run greedy generation from a prompt; the tiny register machine's
 programs and the reduced QwenGPU's parameters.
 
-The judge is stock transformers (DESIGN §6): `load` is `AutoModelForCausalLM.from_pretrained`
+The judge is stock transformers (docs/compiler.md, "How a result is judged"): `load` is `AutoModelForCausalLM.from_pretrained`
 on the written directory and `generate` is `model.generate(do_sample=False)`.  Project code only
 builds the prompt (`state_prompt`) and gives the expected trace from the reference
 interpreter (`qwengpu.dsl.Simulator`), encoded with the protocol.

@@ -42,3 +42,23 @@ def open_page(request, browser, tmp_path):
     """open_page(path) -> a Playwright Page showing the file; fails on script errors."""
     from browser_helpers import page_opener
     yield from page_opener(request, browser, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def reduced_model(tmp_path_factory) -> str:
+    """The reduced QwenGPU (one lane, one warp: compile_helpers.REDUCED) compiled with
+    --target min, once a session (about 45 s, 1.7 GB); `QWENGPU_REDUCED_MODEL=DIR` reuses a
+    checkpoint compiled with those parameters."""
+    import os
+
+    from compile_helpers import REDUCED
+    from qwengpu.cli import main
+
+    given = os.environ.get("QWENGPU_REDUCED_MODEL")
+    if given:
+        return given
+    directory = tmp_path_factory.mktemp("qwengpu_reduced")
+    flags = [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
+    assert main(["compile", "specs/qwengpu.hdl", "--target", "min", *flags,
+                 "-o", str(directory)]) == 0
+    return str(directory)

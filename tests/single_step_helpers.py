@@ -21,7 +21,7 @@ Two paths, which must agree (docs/compiler.md, "Exactness"): *decode* generates 
 the record after the prompt; *prefill* gives the prompt plus the first `k` tokens of the
 interpreter's record in one forward pass (the chunked DeltaNet path) and the model continues.
 No Python in the loop computes what the model computes: project code builds the prompt and
-reads the generated ids, nothing else (DESIGN §6).
+reads the generated ids, nothing else (docs/compiler.md, "How a result is judged").
 
 `random_state` fills every element of any design with random values in range.  For a QwenGPU
 machine (specs/qwengpu.hdl at any parameters) it makes *meaningful* states instead: a program

@@ -7,6 +7,7 @@ its own, never one above, and the packages that share a layer are independent of
 
     cli
     commands
+    splice                         the machine in front of a checkpoint's layers
     compiler                       the driver of the compile pipeline
     backend_torch | runtime        weights for the model | launches, runs, checks
     engine | ptx                   runs checkpoints | reads PTX
@@ -22,6 +23,7 @@ and every module stays short enough to read (at most `MAX_LINES`).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import grimp
@@ -110,3 +112,27 @@ def test_every_module_of_the_compile_path_has_a_sibling_test():
                 missing.append(f"{relative} -> {sibling.relative_to(tests.parent)}")
     assert not missing, "modules of the compile path without a sibling test:\n" + \
         "\n".join(missing)
+
+
+def test_the_package_docstring_names_every_part():
+    """`qwengpu/__init__.py` lists the packages (and top modules) as they are."""
+    import qwengpu
+
+    parts = {path.stem if path.is_file() else path.name for path in PACKAGE.iterdir()
+             if (path.suffix == ".py" and path.stem != "__init__")
+             or (path.is_dir() and (path / "__init__.py").exists())}
+    named = set(re.findall(r"^- `(\w+)`", qwengpu.__doc__, re.M)) | \
+        set(re.findall(r"and `(\w+)` \(module\)", qwengpu.__doc__))
+    assert named == parts, (named - parts, parts - named)
+
+
+def test_the_docs_cite_no_document_outside_the_repository():
+    """The design brief the project was started from is not in the repository: what the
+    code and docs rest on is said in the project's own docs (docs/compiler.md, "How a result
+    is judged"; docs/launch.md)."""
+    root = PACKAGE.parent
+    files = [*root.glob("docs/*.md"), root / "README.md", *PACKAGE.rglob("*.py"),
+             *root.glob("tests/**/*.py"), *root.glob("bench/*.py"), *root.glob("examples/*.py")]
+    citing = [str(path.relative_to(root)) for path in files
+              if re.search(r"DESIGN\s*§", path.read_text(encoding="utf-8"))]
+    assert not citing, citing

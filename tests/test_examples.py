@@ -1,6 +1,6 @@
 """The example corpus (examples/**): layout, independent expectations, and runs on the sim.
 
-Every example folder holds kernel.cu, kernel.ptx (nvcc -ptx -arch=sm_80 -O3), launch.json,
+Every example folder holds kernel.cu, kernel.ptx (nvcc -ptx -arch=sm_80 -O3 -lineinfo), launch.json,
 model.py (a plain-Python per-thread reading of kernel.cu) and expected.json (written by
 examples/make_expected.py from the model, never from the machine).
 
@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from qwengpu.ptx.nvcc import NVCC_FLAGS, relative_file_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = ROOT / "examples"
@@ -117,7 +119,8 @@ def test_kernel_source_rules(example: Path):
 
 def test_regen_script_uses_the_project_flags():
     script = (EXAMPLES_DIR / "regen_ptx.sh").read_text()
-    assert "-ptx -arch=sm_80 -O3 kernel.cu -o kernel.ptx" in script
+    assert "-ptx -arch=sm_80 -O3 -lineinfo kernel.cu -o kernel.ptx" in script
+    assert " ".join(NVCC_FLAGS) == "-ptx -arch=sm_80 -O3 -lineinfo"   # the loader's driver
 
 
 # --- the independent models ---------------------------------------------------------------
@@ -274,16 +277,25 @@ def _nvcc_release(text: str) -> str | None:
     return match.group(0) if match else None
 
 
+def without_debug_strings(ptx: str) -> str:
+    """PTX without its `.section .debug_str` (-lineinfo's names of inlined functions, which
+    nvcc makes unique with a hash of the source's absolute path: they differ by folder)."""
+    return re.sub(r"\.section\s+\.debug_str\s*\{.*?\n\s*\}", ".section .debug_str", ptx,
+                  flags=re.S)
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
 def test_checked_in_ptx_matches_source(example: Path, tmp_path: Path):
-    """kernel.ptx is what regen_ptx.sh makes of kernel.cu (same nvcc release only)."""
+    """kernel.ptx is what regen_ptx.sh makes of kernel.cu (same nvcc release only), made here
+    in another folder."""
     checked_in = (example / "kernel.ptx").read_text()
     version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
     if _nvcc_release(version) is None or _nvcc_release(version) not in checked_in:
         pytest.skip("the checked-in PTX was made by another nvcc release")
     shutil.copy(example / "kernel.cu", tmp_path / "kernel.cu")
-    subprocess.run([NVCC, "-ptx", "-arch=sm_80", "-O3", "kernel.cu", "-o", "kernel.ptx"],
+    subprocess.run([NVCC, *NVCC_FLAGS, "kernel.cu", "-o", "kernel.ptx"],
                    cwd=tmp_path, check=True, capture_output=True)
-    assert (tmp_path / "kernel.ptx").read_text() == checked_in, (
+    fresh = relative_file_paths((tmp_path / "kernel.ptx").read_text(), tmp_path.resolve())
+    assert without_debug_strings(fresh) == without_debug_strings(checked_in), (
         "kernel.ptx is stale: run examples/regen_ptx.sh")

@@ -1,78 +1,91 @@
-"""The scheduled layer graph as a self-contained HTML page (`hdlc graph -o FILE.html`).
+"""The scheduled layer graph as one self-contained HTML page (`hdlc graph -o FILE.html`).
 
-One row per used layer: the token mixer and the MLP side by side, each with a utilisation bar
-(DeltaNet heads, MLP units), the hot entries of the norm ledger, and its ops as coloured
-chips by region (scratch, commit, state, step, emission).  A chip's tooltip gives what the op
-reads and writes, its cost and its HDL line; a state chip names the element its heads hold.
-A bar of residual use (values live at each layer's input) runs down the left.  No scripts,
-no external files: it opens anywhere.
+The page is a skeleton, its style (`graph_page.css`) and its script (`graph_page.js`), both
+package data put inline, and the graph itself as JSON (`graph_data.layer_graph`) in a
+`<script type="application/json" id="graph-data">` block that the script draws from and
+tests read.  Nothing is fetched: no network, no external scripts or fonts.  Text in the
+JSON is escaped so that no `<`, `>` or `&` can end the block early; the same schedule gives
+the same bytes.
 """
 
 from __future__ import annotations
 
 import html
+import json
+from functools import lru_cache
+from importlib.resources import files
 
+from qwengpu.backend_torch.graph_data import layer_graph
 from qwengpu.backend_torch.schedule import Schedule
 
-COLOURS = {"scratch": "#8ecae6", "commit": "#ffb703", "state": "#90be6d", "step": "#cdb4db",
-           "emit": "#f28482"}
+SKELETON = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>@TITLE@</title>
+<style>
+@STYLE@</style></head>
+<body>
+<header>
+<h1>@TITLE@</h1>
+<p>@SUMMARY@</p>
+<div class="controls">
+<input id="search" type="search" placeholder="find an HDL name, text or file:line"
+ autocomplete="off">
+<span id="search-count"></span>
+<label><input id="show-edges" type="checkbox" checked> edges</label>
+<label><input id="show-critical" type="checkbox" checked> critical path (@CRITICAL@ ops)</label>
+<span class="legend">@LEGEND@</span>
+</div>
+<p>Hover a chip to light what it reads (blue) and what reads it (orange), back to the state
+it reads and forward to the state it writes; click to keep it lit.</p>
+</header>
+<noscript><p>This page draws the graph with JavaScript; <code>hdlc graph SPEC</code> prints
+it as text.</p></noscript>
+<div class="layout"><main id="graph" class="show-critical"><svg id="edges"
+xmlns="http://www.w3.org/2000/svg"></svg><div id="rows"></div></main>
+<aside id="detail"><p>Hover or click a chip.</p></aside></div>
+<script type="application/json" id="graph-data">@DATA@</script>
+<script>
+@SCRIPT@</script>
+</body></html>
+"""
+
+REGIONS = ("embedding", "scratch", "commit", "state", "step", "emit", "lm_head")
 
 
-def _chip(op) -> str:
-    cost = f"{op.heads} head(s)" if op.kind != "mlp" else f"{op.units} units"
-    label = op.name if op.kind == "mlp" else f"{op.name} [{getattr(op.work, 'element', op.kind)}]"
-    tip = (f"{op.label}({', '.join(op.inputs)}) -> {', '.join(op.outputs)}"
-           f"\n{op.region}, {cost}" + (f"\n{op.loc}" if op.loc else ""))
-    return (f'<span class="chip" style="background:{COLOURS.get(op.region, "#ddd")}" '
-            f'title="{html.escape(tip)}">{html.escape(label)}</span>')
+@lru_cache(maxsize=None)
+def _asset(name: str) -> str:
+    return files("qwengpu.backend_torch").joinpath(name).read_text(encoding="utf-8")
 
 
-def _bar(used: int, total: int) -> str:
-    share = 0 if not total else min(100.0, 100.0 * used / total)
-    return (f'<div class="bar"><div style="width:{share:.1f}%"></div></div>'
-            f'<small>{used} / {total}</small>')
+def page_json(data: dict) -> str:
+    """`data` as JSON that can sit inside a `<script>` block (no `<`, `>` or `&`)."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _summary(data: dict) -> str:
+    s = data["summary"]
+    used = "all used" if s["layers_used"] == s["num_layers"] else \
+        f"{s['layers_used']} used, the rest exact no-ops"
+    return (f"{s['num_layers']} layers ({used}); "
+            f"hidden {s['hidden']}, intermediate {s['intermediate']}, {s['heads']} DeltaNet "
+            f"heads per layer. Residual: {s['dims']} dims allocated, {s['peak_live_dims']} "
+            f"live at the peak. {s['ops']} ops, {s['units']} MLP units, {s['op_heads']} "
+            f"DeltaNet heads, {len(data['edges'])} edges.")
 
 
 def schedule_html(schedule: Schedule) -> str:
-    plan, target = schedule.plan, schedule.target
-    types = target.layer_types
-    rows = []
-    for layer in range(schedule.layers_used):
-        mixer = schedule.ops_at(2 * layer)
-        mlp = schedule.ops_at(2 * layer + 1)
-        live = sum(plan.values[v].size for v in schedule.live_values(2 * layer))
-        rows.append(
-            f"<tr><td class=layer>{layer}<br><small>{types[layer].split('_')[0]}</small></td>"
-            f"<td>{_bar(live, target.hidden_size)}<small> dims, "
-            f"{schedule.hot_entries(2 * layer)} hot</small></td>"
-            f"<td>{_bar(schedule.heads.get(layer, 0), target.linear_heads)}"
-            f"<div>{''.join(_chip(op) for op in mixer)}</div></td>"
-            f"<td>{_bar(schedule.layer_units(layer), target.intermediate_size)}"
-            f"<div>{''.join(_chip(op) for op in mlp)}</div></td></tr>")
-    legend = "".join(f'<span class="chip" style="background:{c}">{r}</span>'
-                     for r, c in COLOURS.items())
-    title = f"{plan.graph.name} on {target.name}"
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-body {{ font: 13px system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; width: 100%; }}
-td, th {{ border-bottom: 1px solid #ddd; padding: 4px 8px; vertical-align: top; }}
-td.layer {{ text-align: center; font-weight: bold; width: 4em; }}
-.bar {{ background: #eee; height: 8px; width: 100%; border-radius: 4px; }}
-.bar div {{ background: #457b9d; height: 8px; border-radius: 4px; }}
-.chip {{ display: inline-block; margin: 2px; padding: 1px 6px; border-radius: 8px;
-         font: 11px monospace; }}
-</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p>{target.num_layers} layers ({schedule.layers_used} used, the rest exact no-ops); hidden
-{target.hidden_size}, intermediate {target.intermediate_size}, {target.linear_heads} DeltaNet
-heads per layer. Residual: {schedule.dims} dims allocated, {schedule.peak_live_dims} live at
-the peak. {len(plan.ops)} ops, {sum(op.units for op in plan.ops)} MLP units,
-{sum(op.heads for op in plan.ops)} DeltaNet heads. Hover a chip for what it reads and writes.</p>
-<p>{legend}</p>
-<table><tr><th>layer</th><th>residual at input</th><th>token mixer (DeltaNet heads)</th>
-<th>MLP (units)</th></tr>
-{chr(10).join(rows)}
-</table></body></html>
-"""
+    """The page (see the module doc)."""
+    data = layer_graph(schedule)
+    critical_ops = sum(1 for c in data["critical"]
+                       if data["chips"][c]["kind"] not in ("embedding", "lm_head"))
+    legend = "".join(f'<span class="chip r-{region}">{region}</span>' for region in REGIONS)
+    parts = {"@TITLE@": html.escape(data["title"]), "@SUMMARY@": html.escape(_summary(data)),
+             "@CRITICAL@": str(critical_ops), "@LEGEND@": legend,
+             "@STYLE@": _asset("graph_page.css"), "@SCRIPT@": _asset("graph_page.js"),
+             "@DATA@": page_json(data)}
+    page = SKELETON
+    for key in ("@TITLE@", "@SUMMARY@", "@CRITICAL@", "@LEGEND@", "@STYLE@", "@SCRIPT@"):
+        page = page.replace(key, parts[key])
+    return page.replace("@DATA@", parts["@DATA@"])

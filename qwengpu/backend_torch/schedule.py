@@ -30,6 +30,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from qwengpu.backend_torch.emit import count_units
+from qwengpu.backend_torch.names import op_name, plan_names
 from qwengpu.backend_torch.ops import CONSTANT_GROUP, NORM_ANCHOR, Op, Plan
 from qwengpu.backend_torch.residual import merge_runs
 from qwengpu.backend_torch.target import FULL, Target, fit_min_target
@@ -257,17 +258,17 @@ def _list_schedule(plan: Plan, target: Target, unit_cap: int, head_cap: int):
     if placed < len(plan.ops):
         op = next(op for op in plan.ops if op.sublayer < 0)
         raise CapacityError(
-            f"layers: {op.name} ({op.region}) needs layer {target.num_layers + 1} of "
+            f"layers: {op_name(op).name} ({op.region}) needs layer {target.num_layers + 1} of "
             f"{target.num_layers}: the logic is too deep for the target", op.loc)
     return ready, units, heads
 
 
 def _check_fits_one_layer(op: Op, target: Target) -> None:
     if op.kind == "mlp" and op.units > target.units_per_layer:
-        raise CapacityError(f"MLP units: {op.name} needs {op.units} units, a layer "
+        raise CapacityError(f"MLP units: {op_name(op).name} needs {op.units} units, a layer "
                             f"has {target.units_per_layer}", op.loc)
     if op.kind != "mlp" and op.heads > target.heads_per_layer:
-        raise CapacityError(f"DeltaNet heads: {op.name} needs {op.heads} heads in one "
+        raise CapacityError(f"DeltaNet heads: {op_name(op).name} needs {op.heads} heads in one "
                             f"layer, the target has {target.heads_per_layer}", op.loc)
 
 
@@ -411,8 +412,10 @@ def _weights_per_dim(target: Target) -> tuple[int, int]:
 
 # -- text -------------------------------------------------------------------------------------
 def format_schedule(schedule: Schedule) -> str:
-    """Layer by layer: ops, residual values read and written, heads, utilisation."""
+    """Layer by layer: ops, residual values read and written, heads, utilisation; ops and
+    values by their HDL names (`names.plan_names`), as on the page."""
     plan, target = schedule.plan, schedule.target
+    names = plan_names(plan)
     erased = [v for v in schedule.order if v in schedule.erase_at]
     lines = [f"schedule of {plan.graph.name} for target {target.name}: "
              f"{target.num_layers} layers, {schedule.layers_used} used; hidden "
@@ -438,20 +441,38 @@ def format_schedule(schedule: Schedule) -> str:
         lines.append(f"layer {layer} ({types[layer]}): heads {used_heads}/{target.linear_heads}"
                      f" {_bar(used_heads, target.linear_heads)}  units {used_units}/"
                      f"{target.intermediate_size} {_bar(used_units, target.intermediate_size)}"
-                     f"  hot entries {schedule.hot_entries(2 * layer)}")
+                     f"  hot entries {ledger_text(schedule, 2 * layer)}")
         for label, ops in (("mixer", mixer), ("mlp", mlp)):
             for op in ops:
                 cost = f"{op.heads} heads" if op.kind != "mlp" else f"{op.units} units"
-                spec = op.label
+                named = names.op(op)
+                part = f"{named.role}, " if named.role else ""
                 where = f" @{op.loc}" if op.loc else ""
-                lines.append(f"  {label:5} {op.name} = {spec}({', '.join(op.inputs)}) -> "
-                             f"{', '.join(op.outputs)} [{op.region}, {cost}]{where}")
+                lines.append(f"  {label:5} {named.name} = {op.label}("
+                             f"{', '.join(map(names.value, op.inputs))}) -> "
+                             f"{', '.join(map(names.value, op.outputs))} "
+                             f"[{op.region}, {part}{cost}]{where}")
         gone = schedule.erased_at(2 * layer + 1)
         if gone:
-            lines.append(f"  erase {', '.join(gone)} [{schedule.erase_units(layer)} units]")
+            lines.append(f"  erase {', '.join(map(names.value, gone))} "
+                         f"[{schedule.erase_units(layer)} units]")
     lines.append(f"layers {schedule.layers_used}..{target.num_layers - 1}: empty (exact no-ops)")
     lines += format_breakdown(schedule)
     return "\n".join(lines) + "\n"
+
+
+def ledger_parts(schedule: Schedule, sublayer: int) -> tuple[int, int]:
+    """The norm ledger at the input of `sublayer` as whole numbers: (hot entries of the
+    values, the norm anchor's share: the square of its scale, 0 without one)."""
+    anchor = schedule.plan.values.get(NORM_ANCHOR)
+    share = round(anchor.hot_entries) if anchor is not None and \
+        NORM_ANCHOR in schedule.live_values(sublayer) else 0
+    return round(schedule.hot_entries(sublayer)) - share, share
+
+
+def ledger_text(schedule: Schedule, sublayer: int) -> str:
+    hot, anchor = ledger_parts(schedule, sublayer)
+    return f"{hot} (+{anchor} the norm anchor's)" if anchor else f"{hot}"
 
 
 def format_breakdown(schedule: Schedule, top: int = 12) -> list[str]:

@@ -13,6 +13,8 @@ rule every trace of the launch keeps (qwengpu.runtime.trace_rules).  `--check` a
 the launch on the reference interpreter and stops at the first record and field that differ.  The machine
 is the checkpoint's (`--model DIR`) or the one `--spec` and `-P` name, as for `hdlc launch`;
 a spliced checkpoint's ids (`hdlc splice`) are shifted back by its splice.json's offset.
+`--html FILE` writes the trace viewer of the decoded launch, each record with the tokens it
+was read from (as `hdlc run --html`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import argparse
 
 from qwengpu.commands.launch import protocol_for
 from qwengpu.runtime.spliced import read_splice
-from qwengpu.commands.run import add_machine_arguments, chosen_machine, report
+from qwengpu.commands.run import (add_html_argument, add_machine_arguments, chosen_machine,
+                                  report, write_page)
+from qwengpu.errors import check_output_location
 from qwengpu.runtime.decode import decode_launch, read_token_file
 from qwengpu.runtime.trace_rules import replay_difference
 from qwengpu.trace.decode import DecodeError
@@ -47,9 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="store_true",
                         help="replay the launch on the reference interpreter: every record "
                              "must be the interpreter's")
+    add_html_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.html:
+        check_output_location(args.html, "trace page")
     machine = chosen_machine(args)
     launch = load_launch(args.launch, machine_limits(machine))
     protocol = protocol_for(args.model, machine)
@@ -62,4 +69,7 @@ def run(args: argparse.Namespace) -> int:
         difference = replay_difference(launch, result.records, machine)
         if difference is not None:
             raise DecodeError(f"--check: {difference}")
+    if args.html:
+        write_page(args.html, [args.launch], [launch], [result], protocol,
+                   f"ids from {args.tokens}" + (f" (model {args.model})" if args.model else ""))
     return report(result, launch, trace=args.trace, as_json=args.json)

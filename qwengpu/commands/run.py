@@ -4,6 +4,7 @@
     hdlc run launch.json --json                           # one JSON object on stdout
     hdlc run launch.json --trace                          # every record, readably
     hdlc run launch.json --listing                        # the machine code, with PTX lines
+    hdlc run launch.json --html trace.html                # the trace viewer: a page
 
     hdlc run launch.json --spec specs/qwengpu.hdl -P LANES=1 -P WARPS=1   # another machine
     hdlc run a.json b.json --backend model --model DIR    # several launches: one batch
@@ -21,6 +22,11 @@ a launch) on `model`; each launch's report follows a `== FILE` line (`--json`: o
 line, with `"launch": FILE`, or `"error"` for a launch that failed), and the exit status is 1
 when any launch failed.  A single launch that fails at run time (an endless loop, a model
 that stops writing a trace) prints its `{"launch", "error"}` object under `--json` too.
+
+`--html FILE` writes the trace viewer (qwengpu.runtime.trace_page, docs/trace.md "The trace
+viewer"): one self-contained page of every launch that ran, with a chooser when there are
+several (a launch that failed shows its error there); a single launch that failed writes
+none.  The path is checked before anything runs.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ import sys
 from typing import Callable
 
 from qwengpu.commands.check import add_parameter_option, parse_overrides
-from qwengpu.errors import UserError
+from qwengpu.errors import UserError, check_output_location
+from qwengpu.ptx.cuda_lines import readable
 from qwengpu.runtime.launch import (Launch, LaunchResult, load_launch, machine_limits,
                                     run_launch_sim)
 from qwengpu.runtime.machine_file import checkpoint_machine
@@ -40,6 +47,9 @@ from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, check_m
                                            load_machine)
 from qwengpu.runtime.prompt import trace_cost
 from qwengpu.runtime.trace_format import format_trace
+from qwengpu.runtime.trace_page import write_trace_page
+from qwengpu.runtime.trace_page_data import page_entry
+from qwengpu.trace.protocol import TraceProtocol
 
 NAME = "run"
 HELP = "run a kernel launch (a launch .json file) and print its buffers"
@@ -150,6 +160,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(on stderr with --json)")
     parser.add_argument("--max-records", type=int, default=DEFAULT_MAX_RECORDS, metavar="N",
                         help=f"stop with an error after N records (default {DEFAULT_MAX_RECORDS})")
+    add_html_argument(parser)
+
+
+def add_html_argument(parser: argparse.ArgumentParser) -> None:
+    """`--html FILE`: the trace viewer (`hdlc run` and `hdlc decode`)."""
+    parser.add_argument("--html", metavar="FILE",
+                        help="write the trace viewer to FILE: a self-contained HTML page of "
+                             "the launch (several launches: one page with a chooser), "
+                             "records by warp on a timeline, registers and memory at every "
+                             "step")
+
+
+def write_page(path: str, names: list[str], launches: list[Launch], outcomes: list,
+               protocol: TraceProtocol, backend: str) -> None:
+    """The trace page of these launches' outcomes, unless every one failed."""
+    if all(isinstance(outcome, UserError) for outcome in outcomes):
+        return
+    entries = [page_entry(name, launch, outcome, protocol, backend)
+               for name, launch, outcome in zip(names, launches, outcomes)]
+    write_trace_page(path, entries)
+    records = sum(len(outcome.records) for outcome in outcomes
+                  if not isinstance(outcome, UserError))
+    print(f"{path}: trace page of {len(entries)} launch{'es' if len(entries) > 1 else ''}, "
+          f"{records} records", file=sys.stderr)
+
+
+def _backend_text(args: argparse.Namespace) -> str:
+    if args.backend == "model":
+        return f"model {args.model} ({args.engine} engine{', checked' if args.check else ''})"
+    return f"{args.backend} (the reference interpreter)" if args.backend == "sim" \
+        else args.backend
 
 
 def run(args: argparse.Namespace) -> int:
@@ -159,10 +200,16 @@ def run(args: argparse.Namespace) -> int:
     if args.check and args.backend != "model":
         raise UserError("--check compares the model with the interpreter: it needs "
                         "--backend model")
+    if args.html:
+        check_output_location(args.html, "trace page")
     machine = chosen_machine(args)
     launches = [load_launch(path, machine_limits(machine)) for path in args.launch]
     stream = sys.stderr if args.json else sys.stdout
     outcomes = BACKENDS[args.backend](launches, machine, args)
+    if args.html:
+        protocol = TraceProtocol.load(args.model) if args.backend == "model" else \
+            TraceProtocol.from_design(machine.design)
+        write_page(args.html, args.launch, launches, outcomes, protocol, _backend_text(args))
     if len(launches) == 1:
         if args.listing:
             print(listing(launches[0]), file=stream)
@@ -219,4 +266,4 @@ def print_buffers(result: LaunchResult, stream=None) -> None:
     for name, values in result.buffers.items():
         print(f"{name} = {values}", file=stream)
     for name, values in result.variables.items():
-        print(f"{name} = {values}  (kernel variable)", file=stream)
+        print(f"{readable(name)} = {values}  (kernel variable)", file=stream)

@@ -2,8 +2,9 @@
 
 The builder is the only code that creates `netlist.Node`s.  It keeps node ids in creation
 order (so the list is in dependency order by construction), gives every node the stage being
-elaborated and the source location that asked for it, shares one node per constant value
-and width, and folds an operator whose operands are all constants, using the semantics table.
+elaborated, the source location that asked for it and the loop iteration it is in, shares
+one node per constant value and width, and folds an operator whose operands are all
+constants, using the semantics table.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ class NetlistBuilder:
     def __init__(self, design: Design):
         self.design = design
         self.stage: str | None = None
+        self.loop: str | None = None      # the `for` iterations being elaborated (`lane=2`)
         self._constants: dict[tuple[int, int], Signal] = {}
         self._registers: dict[str, Signal] = {}
 
     def _append(self, op: str, args: tuple[int, ...], width: int, loc: Location | None,
                 **fields) -> Signal:
         node = Node(id=len(self.design.nodes), op=op, args=args, width=width,
-                    stage=self.stage, loc=loc, **fields)
+                    stage=self.stage, loc=loc, loop=self.loop, **fields)
         self.design.nodes.append(node)
         return Signal(node.id, width)
 

@@ -202,7 +202,7 @@ class Elaborator(ExpressionElaborator):
         if index:
             return text + "".join(f"[{i}]" for i in index)
         if self.loop_vars:
-            text += "[" + ",".join(f"{var}={value}" for var, value in self.loop_vars) + "]"
+            text += f"[{_loop_text(self.loop_vars)}]"
         return text
 
     def _stmt_let(self, s: ast.Let) -> None:
@@ -376,10 +376,12 @@ class Elaborator(ExpressionElaborator):
             iteration = Scope(self.scope, "loop")
             iteration.define(s.var, Const(value), s.loc)
             self.loop_vars.append((s.var, value))
+            self.builder.loop = _loop_text(self.loop_vars)
             try:
                 self._block(s.body, iteration)
             finally:
                 self.loop_vars.pop()
+                self.builder.loop = _loop_text(self.loop_vars)
 
     def _stmt_assert(self, s: ast.Assert) -> None:
         holds = self.constant(s.condition, "an assert condition")
@@ -439,3 +441,8 @@ def elaborate_source(source: str, file: str = "<spec>",
 def load_design(path: str | Path, overrides: Mapping[str, int] | None = None) -> Design:
     """Parse and elaborate a spec file."""
     return elaborate(parse_file(path), overrides)
+
+
+def _loop_text(loop_vars: list[tuple[str, int]]) -> str | None:
+    """The iterations of the loops being elaborated, as wire names show them (`k=1,lane=0`)."""
+    return ",".join(f"{var}={value}" for var, value in loop_vars) or None

@@ -15,7 +15,8 @@
     - any operator of `qwengpu.dsl.semantics.OPERATORS` (`add`, `mux`, `slice` with `low`, ...),
       whose meaning and width rule are given there;
   `stage` names the pipeline stage that computes it, `name` the HDL wire it defines (if any,
-  e.g. `execute.value[2]`), and `loc` the HDL source that created it;
+  e.g. `execute.value[2]`), `loc` the HDL source that created it, and `loop` the iteration
+  of the `for` loops around it (`lane=2`: what tells apart the unnamed copies one line makes);
 - **writes**: `StateWrite`s, applied at the end of the step in list order: when node `enable`
   is 1, element `index` of memory `state` (or register `state`, with an empty index) takes
   the value of node `data`.  An index out of range drops the write; of two enabled writes to
@@ -51,6 +52,7 @@ class Node:
     stage: str | None = None
     name: str | None = None
     loc: Location | None = None
+    loop: str | None = None           # the loop iteration that made it (`lane=2`), if any
 
 
 @dataclass(frozen=True)

@@ -115,10 +115,20 @@ class _ToAst(Transformer):
         self.docs = docs
 
     def _loc(self, meta) -> Location:
-        return Location(self.file, getattr(meta, "line", 0), getattr(meta, "column", 0))
+        line, column = getattr(meta, "line", 0), getattr(meta, "column", 0)
+        end = (getattr(meta, "end_line", 0), getattr(meta, "end_column", 0))
+        return Location(self.file, line, column, (line, column, *end) if all(end) else None)
 
     def _token_loc(self, token: Token) -> Location:
-        return Location(self.file, token.line, token.column)
+        return Location(self.file, token.line, token.column,
+                        (token.line, token.column, token.end_line, token.end_column))
+
+    def _spanning(self, token: Token, first: Location, last: Location) -> Location:
+        """`token`'s place (where errors point), spanning from `first` to `last` (the text
+        a name is made of where the value has none)."""
+        start = first.span[:2] if first.span else (first.line, first.column)
+        end = last.span[2:] if last.span else (token.end_line, token.end_column)
+        return Location(self.file, token.line, token.column, (*start, *end))
 
     def _doc(self, meta) -> str | None:
         return self.docs.get(getattr(meta, "end_line", -1))
@@ -279,7 +289,9 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def member(self, meta, children):
-        return ast.Member(children[0], str(children[1]), self._token_loc(children[1]))
+        token = children[1]
+        return ast.Member(children[0], str(token),
+                          self._spanning(token, children[0].loc, self._token_loc(token)))
 
     @v_args(meta=True)
     def index(self, meta, children):
@@ -298,11 +310,12 @@ class _ToAst(Transformer):
 
     def unary(self, children):
         op, operand = children
-        return ast.Unary(str(op), operand, self._token_loc(op))
+        return ast.Unary(str(op), operand,
+                         self._spanning(op, self._token_loc(op), operand.loc))
 
     def binary(self, children):
         left, op, right = children
-        return ast.Binary(str(op), left, right, self._token_loc(op))
+        return ast.Binary(str(op), left, right, self._spanning(op, left.loc, right.loc))
 
     @v_args(meta=True)
     def ternary(self, meta, children):

@@ -5,7 +5,9 @@ A `Graph` holds the logic of one machine step.  Each node is an `IrNode` record:
 some operators need (`value` of a `const`, `low` bit of a `slice` or of a state digit, `state`
 element of a port, the `table`/`terms`/`base` of a digit-level lookup), plus what the later
 stages need to know about it: the set of values it can hold (`domain`, None = all `2^width`),
-its residual `encoding`, and where it came from (`stage`, `name`, `loc`).  Edges run from an
+its residual `encoding`, and where it came from (`stage`, `name`, `loc`, the `loop`
+iteration and the `digit` of its word a lowered node works on: what a value the spec leaves
+unnamed is called by).  Edges run from an
 argument to its user; the record's `args` tuple is the authority on operand order, and the
 edges mirror it so that networkx algorithms (reachability, cycles, order) work directly.
 
@@ -89,6 +91,8 @@ class IrNode:
     name: str | None = None
     loc: Location | None = None
     lane: int | None = None        # `field`: the binding of `next_lane` its cone is read at
+    digit: int | None = None       # the digit of its word a lowered node works on (names)
+    loop: str | None = None        # the `for` iteration that made it (`lane=2`; names)
 
     def function_key(self) -> tuple:
         """What the node computes, without where it came from (for merging equal nodes)."""
@@ -97,7 +101,7 @@ class IrNode:
                 self.table, self.terms, self.base)
 
 
-_ORIGIN_FIELDS = ("stage", "name", "loc")
+_ORIGIN_FIELDS = ("stage", "name", "loc", "digit", "loop")
 
 
 class Graph:
@@ -258,7 +262,7 @@ def build_graph(design: Design) -> Graph:
         graph.add_record(IrNode(op=node.op, width=node.width, args=tuple(node.args),
                                 value=node.value, low=node.low if node.op == "slice" else 0,
                                 state=node.state, stage=node.stage, name=node.name,
-                                loc=node.loc), node.id)
+                                loc=node.loc, loop=node.loop), node.id)
     for write in design.writes:
         graph.add("write", design.state_width(write.state),
                   (write.enable, *write.index, write.data), state=write.state, loc=write.loc)

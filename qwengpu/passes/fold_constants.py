@@ -62,7 +62,8 @@ class Folder:
         return self.build.const(value, width)
 
     def new(self, op: str, width: int, args, **record_fields) -> int:
-        return self.graph.add(op, width, args, **keep_origin(self.node) | {"name": None},
+        fresh = {"name": None, "digit": None, "loop": None}     # a new value, not the node's
+        return self.graph.add(op, width, args, **keep_origin(self.node) | fresh,
                               **record_fields)
 
 

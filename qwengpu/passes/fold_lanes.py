@@ -21,6 +21,7 @@ then read the fields back, so they never share the folded cones).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from qwengpu.ir import SINK_OPS, SOURCE_OPS, Graph, IrNode
@@ -140,7 +141,9 @@ class _Folder:
             if self._same_function(members, nodes):
                 args = tuple(self.fold(tuple(n.args[i] for n in nodes))
                              for i in range(len(nodes[0].args)))
-                self.folded[members] = self.graph.add_record(replace(nodes[0], args=args))
+                self.folded[members] = self.graph.add_record(
+                    replace(nodes[0], args=args, name=_at_next_lane([n.name for n in nodes]),
+                            loop=_at_next_lane([n.loop for n in nodes])))
             else:
                 self.folded[members] = self._select(members)
         return self.folded[members]
@@ -176,8 +179,29 @@ class _Folder:
         if lane not in self.lane_tests:
             graph, width = self.graph, self.graph.node(self.next_lane).width
             constant = graph.add("const", width, value=lane)
-            self.lane_tests[lane] = graph.add("eq", 1, (self.next_lane, constant))
+            self.lane_tests[lane] = graph.add("eq", 1, (self.next_lane, constant),
+                                              name=f"next_lane == {lane}")
         return self.lane_tests[lane]
+
+
+def _at_next_lane(texts: list[str | None]) -> str | None:
+    """One name for the members' names (or loop iterations): where they differ, by the
+    numbers of their lanes, the number is `next_lane` (`x[lane=0]`, `x[lane=1]` ->
+    `x[lane=next_lane]`); None where they differ otherwise."""
+    if any(text is None for text in texts):
+        return None
+    pieces = [re.split(r"(\d+)", text) for text in texts]
+    if len({len(p) for p in pieces}) != 1:
+        return None
+    joined = []
+    for index, column in enumerate(zip(*pieces)):
+        if len(set(column)) == 1:
+            joined.append(column[0])
+        elif index % 2:                     # a number
+            joined.append("next_lane")
+        else:
+            return None
+    return "".join(joined)
 
 
 def _origin(node: IrNode) -> dict:

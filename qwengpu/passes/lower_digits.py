@@ -65,26 +65,36 @@ class Lowering:
         return out
 
     def from_bits(self, bits: list[Bit]) -> list[int]:
-        out, position = [], 0
-        for slot in slot_widths(len(bits)):
+        out, position, digit = [], 0, self.build.origin.get("digit")
+        for k, slot in enumerate(slot_widths(len(bits))):
+            self.at_digit(k)
             out.append(self.build.gather(bits[position:position + slot]))
             position += slot
+        self.at_digit(digit)
         return out
 
     # ---- one word node ---------------------------------------------------------------------
 
     def lower(self, node_id: int, node: IrNode) -> None:
-        self.build.origin = {"stage": node.stage, "loc": node.loc}
+        self.build.origin = {"stage": node.stage, "loc": node.loc, "loop": node.loop,
+                             "digit": None}
         first_new = self.graph.next_id
         method = getattr(self, "op_" + node.op)
         digits = method(node_id, node)
         assert len(digits) == len(slot_widths(node.width)), (node.op, digits)
         self.digits[node_id] = digits
-        if node.name:
-            for k, digit in enumerate(digits):
-                if digit >= first_new and self.graph.node(digit).name is None:
-                    suffix = f".d{k}" if len(digits) > 1 else ""
-                    self.graph.update(digit, name=node.name + suffix)
+        # a named wire's digits are `name.dK`; the new digits of a word of several know K
+        several = len(digits) > 1
+        for k, digit in enumerate(digits):
+            if digit < first_new or self.graph.node(digit).name is not None:
+                continue
+            named = {"name": node.name + (f".d{k}" if several else "")} if node.name else {}
+            self.graph.update(digit, digit=k if several else None, **named)
+
+    def at_digit(self, k: int | None) -> None:
+        """The nodes made from here on work on digit `k` of the word being lowered (a
+        carry into it, its generate/propagate class): what names them (`IrNode.digit`)."""
+        self.build.origin = {**self.build.origin, "digit": k}
 
     def arg_digits(self, node: IrNode, index: int) -> list[int]:
         return self.digits[node.args[index]]
@@ -183,6 +193,7 @@ class Lowering:
         slots = slot_widths(width)
         classes, out = [], []
         for k, (terms, slot) in enumerate(zip(columns, slots)):
+            self.at_digit(k)
             low, high = bounds[k] if bounds else (None, None)
             carry = carry_in if k == 0 else self.build.carry(carry_in, classes, label + ".carry")
             out.append(self.build.sum(terms + [(carry, lambda v: v)],
@@ -193,6 +204,7 @@ class Lowering:
                 classes.append(self.build.sum(terms, lambda s, lo=low, hi=high:
                                               _classify_sum(_clamp(s, lo, hi)),
                                               2, label + ".gp"))
+        self.at_digit(None)
         return out
 
     def op_add(self, node_id, node):
@@ -221,12 +233,18 @@ class Lowering:
                                                  value=product & mask(node.width)))
         a, b = _trim_zero_digits(self.graph, a), _trim_zero_digits(self.graph, b)
         count = len(slot_widths(node.width))
-        q = [self.build.mul_column(a, b, k) for k in range(count)]
-        # D_k = Q_k // 16 as digits (one-hot: a step's error never meets the factor 16)
-        d = [[self._analog_digit(q_k, lambda v: (v >> 4) & 15, "mul.carries"),
-              self._analog_digit(q_k, lambda v: v >> 8, "mul.carries")] for q_k in q]
+        q, d = [], []
+        for k in range(count):
+            self.at_digit(k)
+            q.append(self.build.mul_column(a, b, k))
+        for k in range(count):
+            self.at_digit(k)
+            # D_k = Q_k // 16 as digits (one-hot: a step's error never meets the factor 16)
+            d.append([self._analog_digit(q[k], lambda v: (v >> 4) & 15, "mul.carries"),
+                      self._analog_digit(q[k], lambda v: v >> 8, "mul.carries")])
         columns, bounds, h = [], [], []
         for k in range(count):
+            self.at_digit(k)
             # S_k = Q_k - 16 D_k + D_(k-1) (at most 15 + 29 for 32-bit words), h_k = S_k // 16
             s_terms = self._analog_terms(q[k]) + [(d[k][0], lambda v: -16 * v),
                                                   (d[k][1], lambda v: -256 * v)]
@@ -263,9 +281,12 @@ class Lowering:
     # comparisons
 
     def _equal(self, node):
-        digits = [self.build.sum([(x, _identity), (y, _negate)], lambda s: int(s == 0), 1,
-                                 "eq.digit")
-                  for x, y in zip(self.arg_digits(node, 0), self.arg_digits(node, 1))]
+        digits = []
+        for k, (x, y) in enumerate(zip(self.arg_digits(node, 0), self.arg_digits(node, 1))):
+            self.at_digit(k)
+            digits.append(self.build.sum([(x, _identity), (y, _negate)],
+                                         lambda s: int(s == 0), 1, "eq.digit"))
+        self.at_digit(None)
         return self.build.sum([(d, _identity) for d in digits],
                               lambda s, n=len(digits): int(s == n), 1, "eq")
 
@@ -280,10 +301,12 @@ class Lowering:
         slots = slot_widths(self.graph.node(node.args[0]).width)
         classes = []
         for k, (x, y, slot) in enumerate(zip(a, b, slots)):
+            self.at_digit(k)
             flip = 1 << (slot - 1) if signed and k == len(slots) - 1 else 0
             classes.append(self.build.sum([(x, lambda v, f=flip: v ^ f),
                                            (y, lambda v, f=flip: -(v ^ f))],
                                           _classify_difference, 2, "cmp.gp"))
+        self.at_digit(None)
         return [self.build.carry(self.build.const(int(or_equal), 1), classes, "cmp")]
 
     def op_ult(self, node_id, node):
@@ -325,8 +348,12 @@ class Lowering:
         slots = slot_widths(width)
         by_digits = [self.from_bits(self._shifted_bits(node.op, bits, 4 * q, fill))
                      for q in range(last_q + 1)] + [self.from_bits([fill] * width)]
-        middle = [self.build.select(q_select, [option[k] for option in by_digits], slot,
-                                    "shift.digits") for k, slot in enumerate(slots)]
+        middle = []
+        for k, slot in enumerate(slots):
+            self.at_digit(k)
+            middle.append(self.build.select(q_select, [option[k] for option in by_digits], slot,
+                                            "shift.digits"))
+        self.at_digit(None)
         middle_bits: list[Bit] = []
         for digit, slot in zip(middle, slots):
             middle_bits += self._digit_bits(digit, slot)

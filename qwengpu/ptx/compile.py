@@ -7,39 +7,65 @@
     alloc   = allocate(code, 15, 7, ...)            # qwengpu.ptx.regalloc
     program = assemble(code, alloc, ...)            # here: machine instructions
 
-`compile_kernel` runs the steps; `load_program` starts from a `.cu` or `.ptx` path.
+`compile_kernel` runs the steps; `read_module` parses a `.cu` (through nvcc) or `.ptx` file,
+`load_program` does both.  Every `UserError` they raise is told in CUDA terms
+(`qwengpu.ptx.cuda_lines`); kernel names in messages are demangled, and a kernel may be chosen
+by its demangled name too (`vector_add(int*, int)`, or `vector_add` when only one has it).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from qwengpu.errors import CapacityError, Location, PtxError
 from qwengpu.isa import DEFAULT_ISA, MASK32, PT, RZ, Cmp, Instruction, Op
 from qwengpu.ptx import ir
+from qwengpu.ptx.alignment import (aligned_accesses, buffer_alignment, needs_alignment_check,
+                                   variable_alignment)
+from qwengpu.ptx.cuda_lines import CudaLines, in_cuda_terms, readable
+from qwengpu.ptx.explain import unrolled_loop_detail
 from qwengpu.ptx.nvcc import ptx_for_source
 from qwengpu.ptx.optimize import optimize, remove_branches_to_next
 from qwengpu.ptx.parser import parse_ptx
-from qwengpu.ptx.program import MachineLimits, Program, ProgramSlot
+from qwengpu.ptx.program import FormedAddressSlots, MachineLimits, Program, ProgramSlot
 from qwengpu.ptx.ranges import Facts, default_facts, proven_accesses
 from qwengpu.ptx.regalloc import Allocation, allocate
 from qwengpu.ptx.select import select_kernel
-from qwengpu.ptx.vcode import (TRUE, ZERO, LabelRef, ParamRef, SymbolRef, VInstr, VLabel, VPred,
-                               VReg)
+from qwengpu.ptx.vcode import (TRUE, ZERO, FormedAddress, LabelRef, ParamRef, SymbolRef, VInstr,
+                               VLabel, VPred, VReg)
 
 
 def choose_kernel(module: ir.Module, name: str | None) -> ir.Kernel:
     """The kernel called `name` (or the only one), or an error listing the kernels there are."""
-    available = ", ".join(sorted(module.kernels)) or "none"
     if name is None:
         if len(module.kernels) == 1:
             return next(iter(module.kernels.values()))
-        raise PtxError(f"say which kernel to run; this file has: {available}",
+        raise PtxError(f"say which kernel to run; this file has: {kernel_list(module)}",
                        _file_loc(module), module.source)
-    kernel = module.kernels.get(name)
+    kernel = find_kernel(module.kernels, name)
     if kernel is None:
-        hint = " (it is a .func, not an .entry)" if name in module.functions else ""
-        raise PtxError(f"no kernel named {name!r}{hint}; this file has: {available}",
+        hint = " (it is a .func, not an .entry)" if find_kernel(module.functions, name) else ""
+        raise PtxError(f"no kernel named {name!r}{hint}; this file has: {kernel_list(module)}",
                        _file_loc(module), module.source)
     return kernel
+
+
+def find_kernel(kernels: dict[str, ir.Kernel], name: str) -> ir.Kernel | None:
+    """The kernel named `name` as PTX spells it, as C++ does (`vector_add(int*, int)`), or by
+    its bare C++ name (`vector_add`, `ns::k`) when no other kernel has that one."""
+    if name in kernels:
+        return kernels[name]
+    by_signature = [kernel for mangled, kernel in kernels.items() if readable(mangled) == name]
+    if len(by_signature) == 1:
+        return by_signature[0]
+    by_name = [kernel for mangled, kernel in kernels.items()
+               if readable(mangled).split("(")[0] == name]
+    return by_name[0] if len(by_name) == 1 else None
+
+
+def kernel_list(module: ir.Module) -> str:
+    """The kernels of a module as C++ names them, for messages."""
+    return ", ".join(sorted(readable(name) for name in module.kernels)) or "none"
 
 
 def _file_loc(module: ir.Module) -> Location:
@@ -52,49 +78,109 @@ def compile_kernel(module: ir.Module, kernel_name: str | None,
     """Machine code for a kernel.  With `check_addresses` an access through a 64-bit address
     traps when the address leaves 32 bits, unless `qwengpu.ptx.ranges` proves it cannot,
     from `facts` (default: `default_facts`, which any launch's buffer addresses satisfy)."""
+    with in_cuda_terms(lambda: module.cuda_lines):
+        return _compile(module, kernel_name, limits, check_addresses, facts)
+
+
+def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
+             check_addresses: bool, facts: Facts | None) -> Program:
     kernel = choose_kernel(module, kernel_name)
+    name = readable(kernel.name)
     proven, assumed = None, None
+    launch_facts = facts or default_facts(kernel, limits, module.address_size // 8)
     if check_addresses:
-        facts = facts or default_facts(kernel, limits, module.address_size // 8)
-        proven, assumed = proven_accesses(kernel, facts,
+        proven, assumed = proven_accesses(kernel, launch_facts,
                                           set(module.variables) | set(kernel.variables))
-    code, used_variables = select_kernel(module, kernel, limits.lanes, proven)
+    declared = {**module.variables, **kernel.variables}
+    alignment = buffer_alignment(kernel)
+    aligned, aligned_params = _alignment_proofs(kernel, launch_facts, alignment, declared)
+    code, used_variables = select_kernel(module, kernel, limits.lanes, proven, aligned)
     changes = optimize(code)
-    allocation = allocate(code, limits.registers, limits.predicates, kernel.name, kernel.loc,
-                          module.source)
+    try:
+        allocation = allocate(code, limits.registers, limits.predicates, name, kernel.loc,
+                              module.source)
+    except CapacityError as error:
+        unrolled = unrolled_loop_detail(kernel, error.loc.line, module.cuda_lines) \
+            if error.loc is not None and error.loc.line else None
+        if unrolled:
+            error.message = f"{error.message}; {unrolled}"
+            error.args = (error.message,)
+        raise
     slots, param_slots = assemble(code, allocation, [param.name for param in kernel.params])
     _check_param_words(param_slots, kernel, module, limits)
     if len(slots) > limits.program_words:
         excess = len(slots) - limits.program_words
         where = slots[limits.program_words].origin
         raise CapacityError(
-            f"kernel {kernel.name} needs {len(slots)} instruction slots, but QwenGPU has "
+            f"kernel {name} needs {len(slots)} instruction slots, but QwenGPU has "
             f"{limits.program_words} ({excess} too many); the first that does not fit comes "
             f"from this line", where.loc if where else kernel.loc, module.source)
-    declared = {**module.variables, **kernel.variables}
-    variables = {name: variable for name, variable in declared.items() if name in used_variables}
+    used = {name: variable for name, variable in declared.items() if name in used_variables}
     return Program(kernel=kernel.name, params=list(kernel.params), param_slots=param_slots,
-                   variables=variables, slots=slots,
+                   variables=used, slots=slots,
                    registers_used=allocation.registers_used,
                    predicates_used=allocation.predicates_used, ptx_path=module.path,
                    ptx_source=module.source, pass_changes=changes,
-                   pointer_bytes=module.address_size // 8, assumptions=assumed)
+                   pointer_bytes=module.address_size // 8, assumptions=assumed,
+                   cuda_lines=module.cuda_lines, buffer_alignment=alignment,
+                   aligned_params=aligned_params)
+
+
+def _alignment_proofs(kernel: ir.Kernel, facts: Facts, alignment: int, declared: dict
+                      ) -> tuple[set[int], dict[str, int]]:
+    """The accesses proven naturally aligned (`qwengpu.ptx.alignment`), and the alignments
+    of parameter values those proofs rest on (the others dropped)."""
+    if not any(isinstance(ins, ir.Instruction) and needs_alignment_check(ins)
+               for ins in kernel.body):
+        return set(), {}                        # word accesses: the machine checks them
+    aligned_params = _param_alignment(kernel, facts, alignment)
+    variables = {name: variable_alignment(variable) for name, variable in declared.items()}
+    aligned = aligned_accesses(kernel, aligned_params, variables)
+    for param in list(aligned_params):
+        fewer = {name: value for name, value in aligned_params.items() if name != param}
+        if aligned_accesses(kernel, fewer, variables) >= aligned:
+            aligned_params = fewer
+    return aligned, aligned_params
+
+
+def _param_alignment(kernel: ir.Kernel, facts: Facts, alignment: int) -> dict[str, int]:
+    """What the alignment analysis may assume of each parameter (bytes): the alignment of a
+    value the launch gives, and a buffer's (`alignment`) for a parameter the facts hold to be
+    a buffer's address (a range of addresses, `default_facts`)."""
+    aligned = {}
+    for param in kernel.params:
+        value = facts.params.get(param.name)
+        if value is None:
+            continue
+        if value[0] == value[1]:
+            aligned[param.name] = min(value[0] & -value[0], 16) if value[0] else 16
+        else:
+            aligned[param.name] = alignment
+    return aligned
+
+
+def read_module(path: str) -> ir.Module:
+    """The parsed PTX of a `.cu` file (through nvcc) or a `.ptx` file."""
+    ptx_path, text = ptx_for_source(path)
+    compiled_from = path if ptx_path != path else None
+    with in_cuda_terms(lambda: CudaLines(text.expandtabs(8), ptx_path, compiled_from)):
+        return parse_ptx(text, ptx_path, compiled_from)
 
 
 def load_program(path: str, kernel_name: str | None,
                  limits: MachineLimits = MachineLimits()) -> Program:
     """Compile a kernel from a `.cu` file (through nvcc) or a `.ptx` file."""
-    ptx_path, text = ptx_for_source(path)
-    return compile_kernel(parse_ptx(text, ptx_path), kernel_name, limits)
+    return compile_kernel(read_module(path), kernel_name, limits)
 
 
 def _check_param_words(param_slots, kernel: ir.Kernel, module: ir.Module, limits):
     if len(param_slots) <= limits.param_words:
         return
-    names = ", ".join(dict.fromkeys(name for name, _ in param_slots))
+    names = ", ".join(dict.fromkeys(readable(name) for name, _ in param_slots))
     raise CapacityError(
-        f"kernel {kernel.name} reads {len(param_slots)} parameter words ({names}), but QwenGPU "
-        f"has {limits.param_words} ({len(param_slots) - limits.param_words} too many)",
+        f"kernel {readable(kernel.name)} reads {len(param_slots)} parameter words ({names}), "
+        f"but QwenGPU has {limits.param_words} ({len(param_slots) - limits.param_words} too "
+        "many)",
         kernel.loc, module.source)
 
 
@@ -119,9 +205,20 @@ def assemble(code: list, allocation: Allocation, param_names: list[str]
                      if isinstance(item, VInstr) and isinstance(item.imm, ParamRef)},
                     key=lambda ref: (declared[ref.param], ref.word))
     param_slot = {ref: slot for slot, ref in enumerate(params)}
-    slots = [_encode(item, allocation, labels, param_slot) for item in code
-             if isinstance(item, VInstr)]
+    instructions = [item for item in code if isinstance(item, VInstr)]
+    pcs = {id(ins): pc for pc, ins in enumerate(instructions)}
+    slots = [replace(_encode(ins, allocation, labels, param_slot),
+                     formed=_formed_slots(ins.formed, pcs)) for ins in instructions]
     return slots, [(ref.param, ref.word) for ref in params]
+
+
+def _formed_slots(formed: FormedAddress | None, pcs: dict[int, int]
+                  ) -> FormedAddressSlots | None:
+    if formed is None or id(formed.low) not in pcs:
+        return None
+    high_pc = pcs.get(id(formed.high)) if formed.high is not None else None
+    return FormedAddressSlots(pcs[id(formed.low)], high_pc, formed.high_value,
+                              formed.size_bytes)
 
 
 def _is_self_copy(ins: VInstr, allocation: Allocation) -> bool:

@@ -208,6 +208,7 @@ class Module:
 
     path: str
     source: str
+    compiled_from: str | None = None      # the .cu file nvcc made `source` of, in memory
     version: str | None = None
     target: str | None = None
     address_size: int = 64
@@ -215,3 +216,4 @@ class Module:
     functions: dict[str, Kernel] = field(default_factory=dict)
     variables: dict[str, Variable] = field(default_factory=dict)
     files: dict[int, str] = field(default_factory=dict)
+    cuda_lines: object = field(default=None, repr=False)   # qwengpu.ptx.cuda_lines.CudaLines

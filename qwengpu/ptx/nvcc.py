@@ -1,9 +1,13 @@
 """Compile CUDA to PTX with nvcc, always with the same flags.
 
-The one command is `nvcc -ptx -arch=sm_80 -O3 kernel.cu -o kernel.ptx`, run in the kernel's
-directory (so the PTX does not depend on where it was run from), the same command that
-`examples/regen_ptx.sh` uses for the checked-in PTX.  sm_80 is an arch every current nvcc
-accepts (CUDA 11 to 13) and its integer code is what the loader was written against.
+The one command is `nvcc -ptx -arch=sm_80 -O3 -lineinfo kernel.cu -o kernel.ptx`, run in the
+kernel's directory, the same command that `examples/regen_ptx.sh` uses for the checked-in PTX.
+sm_80 is an arch every current nvcc accepts (CUDA 11 to 13) and its integer code is what the
+loader was written against.  `-lineinfo` adds `.loc`/`.file` directives (and changes no
+instruction), so that every message can name the CUDA line an instruction came from
+(`qwengpu.ptx.cuda_lines`).  nvcc names the source in `.file` by its absolute path; a path in
+the kernel's own directory is rewritten relative to it (`kernel.cu`), so that the PTX does not
+depend on where it was made, and a checked-in `kernel.ptx` finds the `kernel.cu` next to it.
 
 nvcc is found, in order: the `NVCC` environment variable; `nvcc` on PATH; the `nvidia-cuda-nvcc`
 wheel from PyPI (`pip install nvidia-cuda-nvcc`, or the `nvcc` extra of this package), whose
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -22,7 +27,7 @@ from pathlib import Path
 
 from qwengpu.errors import LaunchError, Location, UserError
 
-NVCC_FLAGS = ("-ptx", "-arch=sm_80", "-O3")
+NVCC_FLAGS = ("-ptx", "-arch=sm_80", "-O3", "-lineinfo")
 NVCC_TIMEOUT_SECONDS = 300
 _WHEEL_LAYOUTS = ("cu13/bin", "cu12/bin", "cuda_nvcc/bin")
 
@@ -88,12 +93,25 @@ def compile_cuda(path: str) -> str:
             message = (finished.stderr or finished.stdout).strip() or "no message"
             raise NvccError(f"nvcc failed (exit {finished.returncode}):\n{message}",
                             Location(path))
-        return output.read_text(encoding="utf-8")
+        return relative_file_paths(output.read_text(encoding="utf-8"), source.parent.resolve())
+
+
+def relative_file_paths(ptx: str, folder: Path) -> str:
+    """`.file 1 "/abs/folder/kernel.cu"` as `.file 1 "kernel.cu"` for files in `folder` (and
+    below it); files elsewhere (CUDA's headers) keep their absolute paths."""
+    prefix = str(folder).rstrip("/") + "/"
+
+    def relative(match: re.Match) -> str:
+        path = match.group(2)
+        return match.group(1) + (path[len(prefix):] if path.startswith(prefix) else path) + '"'
+
+    return re.sub(r'^(\s*\.file\s+\d+\s+")([^"\n]*)"', relative, ptx, flags=re.M)
 
 
 def ptx_for_source(path: str) -> tuple[str, str]:
     """(name for locations, PTX text) of a `.ptx` file, or of a `.cu` file compiled by nvcc.
-    PTX made from `kernel.cu` is called `kernel.cu.ptx` in messages; it is not written to disk."""
+    PTX made from `kernel.cu` is named `kernel.cu.ptx` inside the loader; it is not written to
+    disk, and messages name the CUDA lines instead (`qwengpu.ptx.cuda_lines`)."""
     suffix = Path(path).suffix.lower()
     if suffix == ".ptx":
         try:

@@ -9,7 +9,6 @@ renamed so that two blocks may declare the same name.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from importlib import resources
 
@@ -18,6 +17,7 @@ from lark import Token, Tree
 
 from qwengpu.errors import Location, PtxError
 from qwengpu.ptx import ir
+from qwengpu.ptx.cuda_lines import CudaLines, readable
 
 # Readable names for the grammar's terminals in "expected ..." messages.
 _TERMINAL_NAMES = {
@@ -40,8 +40,9 @@ def _parser() -> lark.Lark:
                      maybe_placeholders=False, cache=True)
 
 
-def parse_ptx(text: str, path: str = "<ptx>") -> ir.Module:
+def parse_ptx(text: str, path: str = "<ptx>", compiled_from: str | None = None) -> ir.Module:
     """Parse a whole PTX module.  Raises `PtxError` for text that is not PTX we understand.
+    `compiled_from` is the `.cu` file nvcc made the text of (then `path` names no file).
 
     nvcc indents with tabs; they are expanded (tab stops of 8) before parsing, so that columns
     are the ones an editor shows and an error's caret lands under the offending text."""
@@ -50,7 +51,7 @@ def parse_ptx(text: str, path: str = "<ptx>") -> ir.Module:
         tree = _parser().parse(text)
     except lark.exceptions.UnexpectedInput as error:
         raise _syntax_error(error, text, path) from None
-    return _ModuleBuilder(text, path).build(tree)
+    return _ModuleBuilder(text, path, compiled_from).build(tree)
 
 
 def parse_ptx_file(path: str) -> ir.Module:
@@ -109,11 +110,13 @@ def parse_integer(text: str) -> int:
 class _ModuleBuilder:
     """Walks the Lark tree of one module and builds the IR."""
 
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str, compiled_from: str | None = None):
         self.text = text
         self.path = path
         self.lines = text.splitlines()
-        self.module = ir.Module(path=path, source=text)
+        self.cuda_lines = CudaLines(text, path, compiled_from)
+        self.module = ir.Module(path=path, source=text, compiled_from=compiled_from,
+                                cuda_lines=self.cuda_lines)
         self.block_counter = 0
         self.registers: dict[str, str] = {}   # the kernel being built: its registers
 
@@ -157,21 +160,10 @@ class _ModuleBuilder:
                     continue
                 table = self.module.functions if kernel.is_function else self.module.kernels
                 if kernel.name in table:
-                    raise self.error(f"{kernel.name!r} is defined twice", item)
+                    raise self.error(f"{readable(kernel.name)!r} is defined twice", item)
                 table[kernel.name] = kernel
             # sections carry debug data only
-        self.resolve_cuda_files()
         return self.module
-
-    def resolve_cuda_files(self):
-        """`.file` comes after the `.loc`s that use it: name the CUDA files now."""
-        for kernel in (*self.module.kernels.values(), *self.module.functions.values()):
-            for index, statement in enumerate(kernel.body):
-                cuda = getattr(statement, "cuda_loc", None)
-                if cuda is not None and cuda.file.startswith("#"):
-                    name = self.module.files.get(int(cuda.file[1:]), cuda.file)
-                    kernel.body[index] = dataclasses.replace(
-                        statement, cuda_loc=Location(name, cuda.line, cuda.column))
 
     def kernel(self, tree: Tree, is_function: bool) -> ir.Kernel | None:
         name_token = next(child for child in tree.children
@@ -190,7 +182,7 @@ class _ModuleBuilder:
         kernel = ir.Kernel(name=str(name_token), params=params, registers={}, body=[],
                            variables={}, loc=self.loc(name_token), is_function=is_function)
         self.registers = kernel.registers     # bare register names resolve against these
-        self.body(body, kernel, renames={}, cuda_loc=[None], depth=0)
+        self.body(body, kernel, renames={}, depth=0)
         return kernel
 
     def param(self, tree: Tree) -> ir.Param:
@@ -257,8 +249,7 @@ class _ModuleBuilder:
 
     # ---- kernel bodies ----------------------------------------------------------------------
 
-    def body(self, tree: Tree, kernel: ir.Kernel, renames: dict[str, str], cuda_loc: list,
-             depth: int):
+    def body(self, tree: Tree, kernel: ir.Kernel, renames: dict[str, str], depth: int):
         """Append the statements of a `{ }` block to the kernel, flattening nested blocks."""
         renames = dict(renames)
         nested = depth > 0
@@ -277,14 +268,11 @@ class _ModuleBuilder:
                 token = child.children[0]
                 kernel.body.append(ir.Label(str(token).rstrip(" \t:"), self.loc(token)))
             elif kind == "instruction":
-                kernel.body.append(self.instruction(child, renames, cuda_loc[0]))
-            elif kind == "loc":
-                file_index, line, column = (int(token) for token in child.children[:3])
-                cuda_loc[0] = (file_index, line, column)
+                kernel.body.append(self.instruction(child, renames))
             elif kind == "body":
                 self.block_counter += 1
-                self.body(child, kernel, renames, cuda_loc, depth + 1)
-            # pragmas change nothing on this machine
+                self.body(child, kernel, renames, depth + 1)
+            # pragmas change nothing on this machine; `.loc` lines are read by `CudaLines`
 
     def register_decl(self, tree: Tree, kernel: ir.Kernel, renames: dict[str, str], scoped: bool):
         if tree.children[0].type == "VECTOR_KIND":
@@ -307,7 +295,7 @@ class _ModuleBuilder:
                     raise self.error(f"register {name} is declared twice", item)
                 kernel.registers[declared] = type_name
 
-    def instruction(self, tree: Tree, renames: dict[str, str], cuda_loc) -> ir.Instruction:
+    def instruction(self, tree: Tree, renames: dict[str, str]) -> ir.Instruction:
         guard = None
         index = 0
         if isinstance(tree.children[0], Tree) and tree.children[0].data == "guard":
@@ -320,13 +308,10 @@ class _ModuleBuilder:
         opcode_token = tree.children[index]
         parts = str(opcode_token).split(".")
         operands = tuple(self.operand(child, renames) for child in tree.children[index + 1:])
-        cuda = None
-        if cuda_loc is not None:
-            file_index, line, column = cuda_loc
-            cuda = Location(f"#{file_index}", line, column)
+        loc = self.loc(opcode_token)
         return ir.Instruction(opcode=parts[0], modifiers=tuple(parts[1:]), operands=operands,
-                              guard=guard, loc=self.loc(opcode_token),
-                              text=self.source_text(tree), cuda_loc=cuda)
+                              guard=guard, loc=loc, text=self.source_text(tree),
+                              cuda_loc=self.cuda_lines.at(loc.line))
 
     def operand(self, tree, renames: dict[str, str]):
         kind = tree.data

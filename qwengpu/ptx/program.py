@@ -39,13 +39,28 @@ class MachineLimits:
 
 
 @dataclass(frozen=True)
+class FormedAddressSlots:
+    """Where a trap report finds the address a memory access's checks altered (docs/ptx.md,
+    "Traps"): operand a of the instruction at `low_pc` held its low word when the lane last ran
+    it, operand a at `high_pc` its high word (None: the high word is `high_value`); the access
+    covers `size_bytes` and must be aligned to them."""
+
+    low_pc: int
+    high_pc: int | None
+    high_value: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
 class ProgramSlot:
     """One instruction slot: the instruction, the variable address its immediate still needs
-    (or None), and the PTX instruction it implements."""
+    (or None), the PTX instruction it implements, and for an access whose address a check
+    altered, where the address the kernel formed is found."""
 
     instruction: Instruction
     relocation: SymbolRef | None
     origin: ir.Instruction | None
+    formed: FormedAddressSlots | None = None
 
     @property
     def ptx_loc(self) -> Location | None:
@@ -73,6 +88,13 @@ class Program:
     pointer_bytes: int = 8           # a pointer parameter's size (`.address_size` / 8)
     # what the address checks left out rest on (`qwengpu.ptx.ranges`); a launch must keep to it
     assumptions: Facts | None = None
+    # PTX line -> CUDA line (`qwengpu.ptx.cuda_lines.CudaLines`), to tell traps in CUDA terms
+    cuda_lines: object = field(default=None, repr=False)
+    # buffers are laid out at multiples of this many bytes: the widest access's (from 4 to
+    # 16); the alignment proofs (`qwengpu.ptx.alignment`) rest on it and on these alignments
+    # of parameter values (bytes), which a launch must keep to
+    buffer_alignment: int = 4
+    aligned_params: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.slots)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from qwengpu.isa import MAX_LAUNCH_RECORDS
 from qwengpu.ptx import cfg, ir
+from qwengpu.ptx.cuda_lines import readable
 from qwengpu.ptx.selector import CONSTANT_SPECIAL_REGISTERS
 
 Range = tuple[int, int] | None          # lo..hi as integers congruent to the bits; None: any
@@ -176,7 +177,7 @@ def kept_to(facts: Facts, block: int, grid: int, params: dict[str, int]) -> str 
     for name, value in params.items():
         allowed = facts.params.get(name)
         if allowed is not None and not allowed[0] <= value <= allowed[1]:
-            return (f"parameter {name} = {value} (the code was compiled for "
+            return (f"parameter {readable(name)} = {value} (the code was compiled for "
                     f"{allowed[0]}..{allowed[1]} there)")
     return None
 

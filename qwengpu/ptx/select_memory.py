@@ -12,8 +12,11 @@ from __future__ import annotations
 from qwengpu.isa import MASK32, Op
 from qwengpu.ptx import ir
 from qwengpu.ptx import select_wide as wide
-from qwengpu.ptx.selector import Selector, handles, mask
-from qwengpu.ptx.vcode import ZERO, LabelRef, ParamRef, Source, SymbolRef, VReg
+from qwengpu.ptx.alignment import access_bytes, needs_alignment_check
+from qwengpu.ptx.cuda_lines import readable
+from qwengpu.ptx.selector import Selector, handles, mask, operand_b
+from qwengpu.ptx.vcode import (ZERO, FormedAddress, LabelRef, ParamRef, Source, SymbolRef,
+                               VInstr, VReg)
 
 # Modifiers that change nothing on a machine with one memory, no caches and one thread of
 # control at a time.
@@ -52,31 +55,66 @@ def _elements(sel: Selector, operand, count: int) -> list:
     return list(operand.elements)
 
 
-def address(sel: Selector, operand) -> tuple[VReg, int | SymbolRef]:
-    """`[base+offset]` as a base register and an immediate byte offset."""
+def address(sel: Selector, operand, size_bytes: int = 4, checked: bool = False
+            ) -> tuple[VReg, int | SymbolRef, FormedAddress | None]:
+    """`[base+offset]` as a base register and an immediate byte offset, and where the address
+    the kernel formed can be found when a check altered it.  `checked`: the access is wider
+    than the machine's alignment check, and `qwengpu.ptx.alignment` did not prove it aligned
+    to `size_bytes`."""
     if not isinstance(operand, ir.Memory):
         raise sel.error("a memory operand [address] is needed here", operand)
     base = operand.base
-    if isinstance(base, ir.Immediate):
-        return ZERO, base.value + operand.offset
+    if isinstance(base, ir.Immediate) and not checked:
+        return ZERO, base.value + operand.offset, None
     if isinstance(base, ir.Symbol):
         if base.name in sel.params:
-            raise sel.error(f"parameter {base.name} can only be read with ld.param", base)
+            raise sel.error(f"parameter {readable(base.name)} can only be read with ld.param",
+                            base)
         sel.memory_variable(base)
-        return ZERO, SymbolRef(base.name, operand.offset)
+        if not checked:
+            return ZERO, SymbolRef(base.name, operand.offset), None
+        low, aligned = _aligned(sel, sel.register(SymbolRef(base.name, operand.offset)),
+                                size_bytes)
+        return low, 0, FormedAddress(aligned, size_bytes=size_bytes)
     if isinstance(base, ir.Register) and sel.is_wide_register(base) and \
             sel.proven_addresses is not None and id(sel.ins) not in sel.proven_addresses:
         # the offset is added in 64 bits first, so that no base + offset can wrap either
         offset = operand.offset
-        address = wide.add(sel, sel.pair(base), (offset & MASK32, -(offset < 0) & MASK32))
-        return _checked_address(sel, *address), 0
+        low, high = wide.add(sel, sel.pair(base), (offset & MASK32, -(offset < 0) & MASK32))
+        aligned = None
+        if checked:
+            low, aligned = _aligned(sel, sel.register(low), size_bytes)
+        combined, reads_low, reads_high = _checked_address(sel, low, high)
+        formed = FormedAddress(aligned or reads_low, reads_high,
+                               high if isinstance(high, int) else 0, size_bytes) \
+            if aligned or reads_low else None
+        return combined, 0, formed
     value = sel.value(base, 32)
-    return sel.register(value), operand.offset
+    if not checked:
+        return sel.register(value), operand.offset, None
+    low, aligned = _aligned(sel, sel.register(sel.alu(Op.ADD, value, operand.offset)),
+                            size_bytes)
+    return low, 0, FormedAddress(aligned, size_bytes=size_bytes)
 
 
-def _checked_address(sel: Selector, low: Source, high: Source) -> VReg:
+def _aligned(sel: Selector, low: VReg, size_bytes: int) -> tuple[VReg, VInstr]:
+    """`low`, with bit 0 set when it is not a multiple of `size_bytes`: the machine then traps
+    the access as misaligned, as a GPU faults on it (docs/ptx.md "Memory").  Three
+    instructions: `and t, low, size - 1; min.u t, t, 1; or low', low, t`; the `or` (returned)
+    reads the address the kernel formed."""
+    low_bits = sel.temp()
+    sel.emit(Op.AND, d=low_bits, a=low, b=size_bytes - 1)
+    flag = sel.temp()
+    sel.emit(Op.MIN_U, d=flag, a=low_bits, b=1)
+    result = sel.temp()
+    return result, sel.emit(Op.OR, d=result, a=low, b=flag)
+
+
+def _checked_address(sel: Selector, low: Source, high: Source
+                     ) -> tuple[VReg, VInstr | None, VInstr | None]:
     """The low word of a 64-bit address, with its top bit set when the high word is not 0
-    (the launch's `check_addresses`, docs/ptx.md "Memory").
+    (the launch's `check_addresses`, docs/ptx.md "Memory"); and the instructions that read
+    the low and the high word (operand a), where a trap report finds them.
 
     Memory is addressed by the low word; an address at or past 2^32 bytes (or below 0) has a
     high word that is not 0, and a GPU faults on it.  `high | -high` has its top bit set
@@ -86,9 +124,19 @@ def _checked_address(sel: Selector, low: Source, high: Source) -> VReg:
     word alive, and its carries: four instructions an access and the high words' own (only
     where `qwengpu.ptx.ranges` cannot prove the address stays below 2^32)."""
     if isinstance(high, int) and high == 0:
-        return sel.register(low)
-    spread = sel.alu(Op.AND, sel.alu(Op.OR, high, sel.alu(Op.SUB, 0, high)), -4)
-    return sel.register(sel.alu(Op.OR, low, spread))
+        return sel.register(low), None, None
+    reads_high = None
+    if isinstance(high, int):
+        spread = -4 & MASK32
+    else:
+        negated = sel.temp()
+        sel.emit(Op.SUB, d=negated, a=ZERO, b=high)
+        either = sel.temp()
+        reads_high = sel.emit(Op.OR, d=either, a=high, b=negated)
+        spread = sel.alu(Op.AND, either, -4)
+    combined = sel.temp()
+    reads_low = sel.emit(Op.OR, d=combined, a=sel.register(low), b=operand_b(spread))
+    return combined, reads_low, reads_high
 
 
 def _offset(offset: int | SymbolRef, extra: int) -> int | SymbolRef:
@@ -119,15 +167,35 @@ def lower_ld(sel: Selector, ins: ir.Instruction):
             raise sel.unsupported(ins, "vector parameter loads")
         _load_param(sel, ins, destination, source, width, signed)
         return
-    base, offset = address(sel, source)
+    start, (size, checked) = len(sel.code), _alignment(sel, ins)
+    base, offset, formed = address(sel, source, size, checked)
     step = width // 8
-    loaded = [_load(sel, base, _offset(offset, index * step), width, signed)
+    loaded = [_load(sel, base, _offset(offset, index * step), width, signed,
+                    first_of_checked=index == 0 and checked)
               for index in range(count)]
+    _mark_accesses(sel, start, formed)
     _write_loaded(sel, targets, loaded, width, signed)
 
 
-def _load(sel: Selector, base: VReg, offset, width: int, signed: bool):
-    """One element: a word, a (low, high) pair, or an 8/16-bit value extended to 32 bits."""
+def _alignment(sel: Selector, ins: ir.Instruction) -> tuple[int, bool]:
+    """(the access's size in bytes, whether it needs the loader's alignment check)."""
+    size = access_bytes(ins)[0]
+    return size, needs_alignment_check(ins) and id(ins) not in sel.aligned_accesses
+
+
+def _mark_accesses(sel: Selector, start: int, formed: FormedAddress | None):
+    """Tell the accesses emitted since `start` where their formed address is (a 16-bit load
+    with no check of its own: the `and` that keeps an odd address odd reads it)."""
+    for ins in sel.code[start:]:
+        if isinstance(ins, VInstr) and ins.op in (Op.LD, Op.ST):
+            ins.formed = formed or ins.formed
+
+
+def _load(sel: Selector, base: VReg, offset, width: int, signed: bool,
+          first_of_checked: bool = False):
+    """One element: a word, a (low, high) pair, or an 8/16-bit value extended to 32 bits.
+    `first_of_checked`: the first element of an access `_aligned` checked, whose bit 0 must
+    reach the word load even for bytes."""
     if width == 32:
         word = sel.temp()
         sel.emit(Op.LD, d=word, a=base, imm=offset)
@@ -138,9 +206,13 @@ def _load(sel: Selector, base: VReg, offset, width: int, signed: bool):
     byte_address = sel.alu(Op.ADD, base, offset) if offset != 0 else base
     # Clearing only the bits that select the byte keeps an odd address odd for 16-bit loads,
     # so the word load traps on it as misaligned, like the real access would.
-    aligned = sel.alu(Op.AND, byte_address, -4 if width == 8 else -3)
+    aligned = sel.temp()
+    clear = sel.emit(Op.AND, d=aligned, a=sel.register(byte_address),
+                     b=-3 & MASK32 if width == 16 or first_of_checked else -4 & MASK32)
     word = sel.temp()
-    sel.emit(Op.LD, d=word, a=sel.register(aligned), imm=0)
+    load = sel.emit(Op.LD, d=word, a=aligned, imm=0)
+    if width == 16:
+        load.formed = FormedAddress(clear, size_bytes=2)
     shift = sel.alu(Op.SHL, sel.alu(Op.AND, byte_address, 3), 3)
     return sel.extend(sel.alu(Op.SHR_U, word, shift), width, signed)
 
@@ -175,7 +247,8 @@ def _load_param(sel: Selector, ins: ir.Instruction, destination, source, width: 
     if param is None:
         if name in sel.kernel.variables:
             raise sel.unsupported(ins, "function calls (this reads a call's parameter)")
-        raise sel.error(f"{name} is not a parameter of {sel.kernel.name}", source.base)
+        raise sel.error(f"{readable(name)} is not a parameter of {readable(sel.kernel.name)}",
+                        source.base)
     offset = source.offset
     if offset < 0 or offset + width // 8 > param.size_bytes:
         raise sel.error(f"reads bytes {offset}..{offset + width // 8 - 1} of parameter {name}, "
@@ -217,7 +290,8 @@ def lower_st(sel: Selector, ins: ir.Instruction):
         raise sel.unsupported(ins, f"{width}-bit accesses")
     count = _vector_length(ins)
     values = _elements(sel, source, count)
-    base, offset = address(sel, destination)
+    start = len(sel.code)
+    base, offset, formed = address(sel, destination, *_alignment(sel, ins))
     step = width // 8
     for index, element in enumerate(values):
         if element is None:
@@ -228,6 +302,7 @@ def lower_st(sel: Selector, ins: ir.Instruction):
         for word_index, word in enumerate(words):
             sel.emit(Op.ST, a=base, b=sel.register(word),
                      imm=_offset(element_offset, 4 * word_index))
+    _mark_accesses(sel, start, formed)
 
 
 @handles("cvta")

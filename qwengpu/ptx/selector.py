@@ -26,6 +26,8 @@ from typing import Callable
 from qwengpu.errors import Location, PtxError
 from qwengpu.isa import LANES, MASK32, Cmp, Op, Special
 from qwengpu.ptx import fold, ir
+from qwengpu.ptx.cuda_lines import readable
+from qwengpu.ptx.explain import call_detail, dot_product_detail
 from qwengpu.ptx.vcode import TRUE, ZERO, Source, SymbolRef, VInstr, VLabel, VPred, VReg
 
 Handler = Callable[["Selector", ir.Instruction], None]
@@ -65,9 +67,11 @@ class Selector:
     """Lowers one kernel; see the module docstring."""
 
     def __init__(self, module: ir.Module, kernel: ir.Kernel, lanes: int = LANES,
-                 proven_addresses: set[int] | None = None):
+                 proven_addresses: set[int] | None = None,
+                 aligned_accesses: set[int] | None = None):
         self.module = module
         self.proven_addresses = proven_addresses
+        self.aligned_accesses = aligned_accesses or set()
         self.constant_symbols = {"WARP_SZ": lanes}
         self.kernel = kernel
         self.params = {param.name: param for param in kernel.params}
@@ -88,7 +92,7 @@ class Selector:
             # A call is set up by parameter stores before it; name the call itself.
             if isinstance(statement, ir.Instruction) and statement.opcode == "call":
                 self.ins = statement
-                raise self.unsupported(statement)
+                raise self.error(call_detail(statement))
         for statement in self.kernel.body:
             if isinstance(statement, ir.Label):
                 self.code.append(VLabel(statement.name))
@@ -108,13 +112,19 @@ class Selector:
         handler(self, ins)
 
     def unsupported(self, ins: ir.Instruction, detail: str = "") -> PtxError:
-        hint = UNSUPPORTED_HINTS.get(ins.opcode, "")
+        cuda_loc = None
+        if not detail and ins.opcode in ("dp4a", "dp2a"):
+            detail, cuda_loc = dot_product_detail(self.kernel, ins, self.module.cuda_lines)
+        hint = UNSUPPORTED_HINTS.get(".".join((ins.opcode, *ins.modifiers[:1])),
+                                     UNSUPPORTED_HINTS.get(ins.opcode, ""))
         message = f"'{ins.full_opcode}' is not supported by QwenGPU"
         if detail:
             message += f": {detail}"
         elif hint:
             message += f" ({hint})"
-        return self.error(message)
+        error = self.error(message)
+        error.cuda_loc = cuda_loc        # the C line, where it is not the PTX line's own
+        return error
 
     def error(self, message: str, at=None) -> PtxError:
         loc = getattr(at, "loc", None) or (self.ins.loc if self.ins else self.kernel.loc)
@@ -389,16 +399,19 @@ class Selector:
         variable = self.kernel.variables.get(name) or self.module.variables.get(name)
         if variable is None:
             if name in self.params:
-                raise self.error(f"parameter {name} can only be read with ld.param", operand)
+                raise self.error(f"parameter {readable(name)} can only be read with ld.param",
+                                 operand)
             if name in self.labels:
                 raise self.error(f"label {name} is not a value", operand)
             if name in self.module.functions or name in self.module.kernels:
-                raise self.error(f"{name} is a function; calls are not supported", operand)
-            raise self.error(f"unknown symbol {name}", operand)
+                raise self.error(f"{readable(name)} is a function; calls are not supported",
+                                 operand)
+            raise self.error(f"unknown symbol {readable(name)}", operand)
         if variable.state_space not in ("global", "const"):
             raise self.error(_state_space_message(variable), operand)
         if variable.extern or variable.array_length == 0:
-            raise self.error(f"{name} is declared extern (its size is unknown)", operand)
+            raise self.error(f"{readable(name)} is declared extern (its size is unknown)",
+                             operand)
         self.used_variables.add(name)
         return variable
 
@@ -469,22 +482,28 @@ def _extend(value: int, width: int, signed: bool) -> int:
 
 
 def _state_space_message(variable: ir.Variable) -> str:
-    space = variable.state_space
+    space, name = variable.state_space, readable(variable.name)
     if space == "shared":
-        return (f"{variable.name} is in .shared memory, which QwenGPU does not have "
+        return (f"{name} is in .shared memory, which QwenGPU does not have "
                 "(all data lives in the 126 words of global memory)")
     if space == "local":
-        return (f"{variable.name} is per-thread .local memory (a stack array), which QwenGPU "
+        return (f"{name} is per-thread .local memory (a stack array), which QwenGPU "
                 "does not have; keep arrays in global buffers or let nvcc put them in registers")
     if space == "param":
-        return f"{variable.name} is a call parameter; function calls are not supported"
-    return f"{variable.name} is in .{space} memory, which QwenGPU does not have"
+        return f"{name} is a call parameter; function calls are not supported"
+    return f"{name} is in .{space} memory, which QwenGPU does not have"
 
 
 UNSUPPORTED_HINTS = {
     "call": "function calls; mark device functions __forceinline__",
-    "bar": "barriers need shared memory, which QwenGPU does not have",
-    "barrier": "barriers need shared memory, which QwenGPU does not have",
+    # bar.sync/barrier.sync is __syncthreads, bar.warp.sync __syncwarp
+    "bar": "__syncthreads: QwenGPU has no barrier; its warps take turns one instruction at a "
+           "time, and none can be held until the others arrive",
+    "barrier": "__syncthreads: QwenGPU has no barrier; its warps take turns one instruction at "
+               "a time, and none can be held until the others arrive",
+    "bar.warp": "__syncwarp: QwenGPU has no barrier; a warp runs the lanes that are at its "
+                "lowest PC, and lanes on another path of a branch cannot be held until the "
+                "others arrive",
     "atom": "atomics",
     "red": "atomics",
     "trap": "the trap instruction",

@@ -76,6 +76,19 @@ class SymbolRef:
         return f"&{self.symbol}{self.offset:+d}" if self.offset else f"&{self.symbol}"
 
 
+@dataclass(frozen=True)
+class FormedAddress:
+    """Where a trap report finds the address an access's checks altered (docs/ptx.md,
+    "Traps"): the instruction that reads the address's low word in its operand a, the one that
+    reads its high word so (None: the high word is `high_value`), and the bytes of the whole
+    access (its natural alignment)."""
+
+    low: "VInstr"
+    high: "VInstr | None" = field(default=None, compare=False)
+    high_value: int = 0
+    size_bytes: int = 4
+
+
 Immediate = int | SymbolRef
 Source = VReg | Immediate      # what an operand B may be
 
@@ -103,6 +116,8 @@ class VInstr:
     full_def: bool = False
     is_move: bool = False
     origin: ir.Instruction | None = field(default=None, repr=False, compare=False)
+    # an access whose address a check altered: where the address the kernel formed is read
+    formed: FormedAddress | None = field(default=None, repr=False, compare=False)
 
     @property
     def loc(self) -> Location | None:

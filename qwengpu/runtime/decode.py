@@ -36,13 +36,15 @@ class DecodedLaunch(LaunchResult):
     included, the prompt not), `prompt_tokens` the prompt's; when a model produced them,
     `engine` names what ran it, `seconds` is the generation time and `first_token_seconds`
     the part of it before the first id after the prompt (the prefill) (JSON: all four,
-    after `tokens`; the last as `prefill_seconds`)."""
+    after `tokens`; the last as `prefill_seconds`).  `ids` are the trace's ids themselves
+    (after the prompt, `<eos>` included), which the trace page shows record by record."""
 
     tokens: int = 0
     prompt_tokens: int = 0
     seconds: float | None = None
     first_token_seconds: float | None = None
     engine: str | None = None
+    ids: list[int] | None = None
 
     def as_json(self) -> dict:
         data = super().as_json()
@@ -94,7 +96,8 @@ def launch_outcome(launch: Launch, records: list[dict[str, int]], tokens: int
     trap = None
     if records and records[-1].get("trap"):
         trap = describe_trap(launch, len(records) - 1, records[-1],
-                             lambda warp, lane, index: registers.get((warp, lane, index), 0))
+                             lambda warp, lane, index: registers.get((warp, lane, index), 0),
+                             records)
     return DecodedLaunch(launch, memory, records, trap, tokens=tokens)
 
 
@@ -108,7 +111,7 @@ def decode_launch(launch: Launch, ids: list[int], protocol: TraceProtocol,
         _check_prompt(prompt, launch, protocol, machine)
     records = decode_trace(trace, protocol, offset=len(prompt))
     result = launch_outcome(launch, records, tokens=len(trace))
-    result.prompt_tokens = len(prompt)
+    result.prompt_tokens, result.ids = len(prompt), list(trace)
     return result
 
 

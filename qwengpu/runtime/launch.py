@@ -1,6 +1,6 @@
 """Launch files: a kernel, its grid, its buffers and arguments, made ready for the machine.
 
-A launch file is JSON (docs/launch.md, DESIGN §5):
+A launch file is JSON (docs/launch.md):
 
     {"source": "kernel.cu", "kernel": "vector_add", "grid": 2, "block": 8,
      "buffers": {"a": [1, 2], "c": [0, 0]}, "args": ["a", "c", 14]}
@@ -22,11 +22,12 @@ from dataclasses import dataclass, field, replace
 from qwengpu.errors import CapacityError, LaunchError, Location, UserError
 from qwengpu.isa import MASK32, RZ, Instruction, Trap
 from qwengpu.ptx import ir
-from qwengpu.ptx.compile import compile_kernel
-from qwengpu.ptx.nvcc import ptx_for_source
-from qwengpu.ptx.parser import parse_ptx
+from qwengpu.ptx.alignment import variable_alignment
+from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_module
+from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
+from qwengpu.runtime.trap_address import fault_detail, formed_address
 from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, load_machine,
                                            new_simulator, run_simulator, signed_word)
 
@@ -159,16 +160,17 @@ def launch_from_dict(data, base_dir: str = ".", limits: MachineLimits | None = N
     source = _source or _LaunchText("<launch>", json.dumps(data, indent=1))
     _check_shape(data, source)
     source_path = os.path.join(base_dir, data["source"])
-    ptx_path, text = ptx_for_source(source_path)
-    module = parse_ptx(text, ptx_path)
-    if data["kernel"] not in module.kernels:
-        available = ", ".join(sorted(module.kernels)) or "none"
+    module = read_module(source_path)
+    kernel = find_kernel(module.kernels, data["kernel"])
+    if kernel is None:
         raise source.error(f"{data['source']} has no kernel named {data['kernel']!r}; it has: "
-                           f"{available}", "kernel")
+                           f"{kernel_list(module)}", "kernel")
+    data = {**data, "kernel": kernel.name}
     check = data.get("check_addresses", True)
-    facts = _launch_facts(data, module, limits) if check else None
-    program = compile_kernel(module, data["kernel"], limits, check_addresses=check, facts=facts)
-    return _build(data, source_path, program, limits, source)
+    facts = _launch_facts(data, module, limits)     # the alignment proofs use them too
+    program = compile_kernel(module, kernel.name, limits, check_addresses=check, facts=facts)
+    with in_cuda_terms(lambda: program.cuda_lines):     # a variable's own mistakes
+        return _build(data, source_path, program, limits, source)
 
 
 def _launch_facts(data: dict, module: ir.Module, limits: MachineLimits) -> Facts:
@@ -231,7 +233,8 @@ def launch_for_program(program: Program, grid: int, block: int, buffers: dict[st
             "block": block, "buffers": buffers, "args": args}
     source = _LaunchText("<launch>", json.dumps(data, indent=1))
     _check_shape(data, source)
-    return _build(data, program.ptx_path, program, limits or machine_limits(), source)
+    with in_cuda_terms(lambda: program.cuda_lines):
+        return _build(data, program.ptx_path, program, limits or machine_limits(), source)
 
 
 def _build(data: dict, source_path: str, program: Program, limits: MachineLimits,
@@ -266,10 +269,16 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
                        source: _LaunchText):
     """A program leaves out the address checks its assumptions make unneeded
     (`Program.assumptions`); a launch outside them would run unchecked, so it is refused."""
-    if program.assumptions is None:
-        return
     values = {name: sum(word << (32 * index) for index, word in enumerate(words))
               for name, words in param_values.items()}
+    for name, alignment in program.aligned_params.items():
+        if values.get(name, 0) % alignment:
+            raise source.error(f"this launch has parameter {readable(name)} = {values[name]}, "
+                               f"not a multiple of {alignment}, and the kernel's alignment "
+                               "checks were left out on that ground: compile the kernel for "
+                               "this launch (a launch file does)", "args")
+    if program.assumptions is None:
+        return
     broken = kept_to(program.assumptions, data["block"], data["grid"], values)
     if broken is not None:
         raise source.error(f"this launch has {broken}, and the kernel's address checks were left "
@@ -279,14 +288,20 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
 
 def _layout(buffers: dict, program: Program, limits: MachineLimits,
             source: _LaunchText) -> list[Region]:
+    """Buffers in order from word 0, each at a multiple of the kernel's widest access
+    (`Program.buffer_alignment`: one word unless it reads 8 or 16 bytes at once), then the
+    memory variables, each at a multiple of its `.align`."""
     regions, next_word = [], 0
+    step = program.buffer_alignment // 4
     for name, values in buffers.items():
         if name in program.variables:
             raise source.error(f"buffer {name!r} has the name of a variable of the kernel", name)
+        next_word = -(-next_word // step) * step
         regions.append(Region(name, next_word, len(values)))
         next_word += len(values)
     for name, variable in program.variables.items():
-        words = -(-variable.size_bytes // 4)
+        words, step = -(-variable.size_bytes // 4), variable_alignment(variable) // 4
+        next_word = -(-next_word // step) * step
         regions.append(Region(name, next_word, words, "variable"))
         next_word += words
     if next_word > limits.memory_words:
@@ -322,11 +337,11 @@ def _param_words(args: list, buffers: dict, program: Program, addresses: dict[st
     """The machine's parameter words, and each parameter's words (the whole value)."""
     params = program.params
     if len(args) != len(params):
-        listing = ", ".join(f"{param.name} (.{param.type}"
+        listing = ", ".join(f"{readable(param.name)} (.{param.type}"
                             f"{f'[{param.array_length}]' if param.is_array else ''})"
                             for param in params) or "none"
-        raise source.error(f"kernel {program.kernel} takes {len(params)} arguments, the launch "
-                           f"gives {len(args)}; its parameters: {listing}", "args")
+        raise source.error(f"kernel {readable(program.kernel)} takes {len(params)} arguments, "
+                           f"the launch gives {len(args)}; its parameters: {listing}", "args")
     values: dict[str, list[int]] = {}
     for param, arg in zip(params, args):
         values[param.name] = _argument_words(param, arg, buffers, addresses, source,
@@ -348,27 +363,27 @@ def _argument_words(param: ir.Param, arg, buffers: dict, addresses: dict[str, in
             raise source.error(f"argument {arg!r} names no buffer (buffers: {known})", arg,
                                "args")
         if param.is_array or param.size_bytes != pointer_bytes:
-            raise source.error(f"parameter {param.name} (.{param.type}) cannot hold a pointer "
+            raise source.error(f"parameter {readable(param.name)} (.{param.type}) cannot hold a pointer "
                                f"(a pointer is {pointer_bytes} bytes in this PTX, .address_size "
                                f"{8 * pointer_bytes}), but the launch passes buffer {arg!r}; "
                                "pass an integer", "args")
         return [addresses[arg]] + [0] * (size_words - 1)
     if _is_int(arg):
         if param.is_array:
-            raise source.error(f"parameter {param.name} is a {param.size_bytes}-byte struct or "
+            raise source.error(f"parameter {readable(param.name)} is a {param.size_bytes}-byte struct or "
                                "array: pass a list of 32-bit words", "args")
         bits = 8 * param.size_bytes
         if not -(1 << (bits - 1)) <= arg < (1 << bits):
-            raise source.error(f"argument {arg} does not fit parameter {param.name} "
+            raise source.error(f"argument {arg} does not fit parameter {readable(param.name)} "
                                f"(.{param.type}, {bits} bits)", "args")
         value = arg & ((1 << bits) - 1)
         return [(value >> (32 * index)) & MASK32 for index in range(size_words)]
     if isinstance(arg, list) and all(_is_int(word) for word in arg):
         if not param.is_array:
-            raise source.error(f"parameter {param.name} (.{param.type}) takes a buffer name or "
+            raise source.error(f"parameter {readable(param.name)} (.{param.type}) takes a buffer name or "
                                "an integer, not a list", "args")
         if len(arg) != size_words:
-            raise source.error(f"parameter {param.name} has {size_words} words, the launch gives "
+            raise source.error(f"parameter {readable(param.name)} has {size_words} words, the launch gives "
                                f"{len(arg)}", "args")
         return [word & MASK32 for word in arg]
     raise source.error(f"argument {arg!r}: use a buffer name, an integer, or a list of words for "
@@ -402,15 +417,20 @@ class TrapInfo:
     ptx_loc: Location | None
     ptx_text: str
     address: int | None = None
+    cuda_loc: Location | None = None        # the CUDA line, when the PTX has line info
+    ptx_in_memory: bool = False             # nvcc made the PTX of a .cu: no file holds it
 
     def as_json(self) -> dict:
         return {"code": self.code, "kind": self.kind, "message": self.message,
                 "record": self.record, "warp": self.warp, "lane": self.lane,
                 "block": self.block, "thread": self.thread, "pc": self.pc,
                 "instruction": self.instruction,
-                "ptx_file": self.ptx_loc.file if self.ptx_loc else None,
+                "ptx_file": self.ptx_loc.file if self.ptx_loc and not self.ptx_in_memory
+                else None,
                 "ptx_line": self.ptx_loc.line if self.ptx_loc else None,
-                "ptx": self.ptx_text, "address": self.address}
+                "ptx": self.ptx_text, "address": self.address,
+                "cuda_file": self.cuda_loc.file if self.cuda_loc else None,
+                "cuda_line": self.cuda_loc.line if self.cuda_loc else None}
 
 
 class LaunchTrap(UserError):
@@ -453,10 +473,12 @@ class LaunchResult:
         return result
 
     def trap_error(self) -> LaunchTrap | None:
+        """The trap as a message at its CUDA line (and PTX line), `qwengpu.ptx.cuda_lines`."""
         if self.trap is None:
             return None
-        source = self.launch.program.ptx_source
-        return LaunchTrap(self.trap.message, self.trap.ptx_loc, source)
+        program = self.launch.program
+        error = LaunchTrap(self.trap.message, self.trap.ptx_loc, program.ptx_source)
+        return put_in_cuda_terms(error, program.cuda_lines) if program.cuda_lines else error
 
 
 def run_launch_sim(launch: Launch, max_records: int = DEFAULT_MAX_RECORDS,
@@ -469,14 +491,16 @@ def run_launch_sim(launch: Launch, max_records: int = DEFAULT_MAX_RECORDS,
     if outcome.trapped:
         trap = describe_trap(launch, len(outcome.records) - 1, outcome.trap_record,
                              lambda warp, lane, index: simulator.read_memory(
-                                 "regs", (warp, lane, index)))
+                                 "regs", (warp, lane, index)), outcome.records)
     return LaunchResult(launch, list(outcome.memory), outcome.records, trap)
 
 
 def describe_trap(launch: Launch, record_index: int, record: dict,
-                  read_register=None) -> TrapInfo:
+                  read_register=None, records: list[dict] | None = None) -> TrapInfo:
     """A readable account of the trap in `record`.  `read_register(warp, lane, r)` gives the
-    registers at the fault (the faulting step writes nothing), to name the bad address."""
+    registers at the fault (the faulting step writes nothing), to name the bad address;
+    `records`, the trace up to the trap, to name it as the kernel formed it where a check
+    altered it (`qwengpu.runtime.trap_address`)."""
     code, warp, lane, pc = record["trap"], record["warp"], record["trap_lane"], record["pc"]
     kind = TRAP_DESCRIPTIONS.get(code, f"trap {code}")
     block, thread = launch.thread_of(warp, lane)
@@ -492,15 +516,18 @@ def describe_trap(launch: Launch, record_index: int, record: dict,
             and read_register is not None:
         base = 0 if instruction.a == RZ else read_register(warp, lane, instruction.a)
         address = (base + instruction.imm) & MASK32
-        words = launch.limits.memory_words
-        if code == Trap.ADDRESS_RANGE:
-            detail = (f": byte address {address} is word {address // 4}, past the "
-                      f"{words} words of memory")
-        else:
-            detail = f": byte address {address} is not a multiple of 4"
+        formed = slot.formed if slot is not None else None
+        kernel_address = formed_address(instructions, records, record_index, warp, lane,
+                                        formed) if formed and records is not None else None
+        detail = fault_detail(code, address, kernel_address, formed.size_bytes if formed else 4,
+                              launch.limits.memory_words)
+        address = address if kernel_address is None else kernel_address
     where = (f"warp {warp}, lane {lane} (block {block}, thread {thread}), pc {pc}: {text}")
     message = f"{kind}{detail}; in {where}"
+    ptx_loc = slot.ptx_loc if slot else None
+    lines = launch.program.cuda_lines
     return TrapInfo(code=code, kind=kind, message=message, record=record_index, warp=warp,
                     lane=lane, block=block, thread=thread, pc=pc, instruction=text,
-                    ptx_loc=slot.ptx_loc if slot else None,
-                    ptx_text=slot.ptx_text if slot else "", address=address)
+                    ptx_loc=ptx_loc, ptx_text=slot.ptx_text if slot else "", address=address,
+                    cuda_loc=lines.at(ptx_loc.line) if lines and ptx_loc else None,
+                    ptx_in_memory=bool(lines and lines.compiled_from))

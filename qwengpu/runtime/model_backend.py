@@ -36,6 +36,7 @@ model writes the rest.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from pathlib import Path
@@ -132,6 +133,7 @@ def _load_transformers(path: Path, directory, device: str | None, spliced=None):
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    quiet_cpu_fallbacks(not str(device).startswith("cuda"))
     if str(device).startswith("cuda"):
         # fp32 means fp32: TF32 (10-bit mantissas) in matmuls or the DeltaNet convolution
         # would round the gadgets' drive constants (docs/trace.md, "Running on a GPU")
@@ -146,6 +148,31 @@ def _load_transformers(path: Path, directory, device: str | None, spliced=None):
             from None
     model.to(device).eval()
     return model
+
+
+class _CpuFallbackFilter(logging.Filter):
+    """Drops transformers' warnings that a kernel "is falling back to its reference PyTorch
+    implementation because `flash-linear-attention` (or `causal-conv1d`) is not installed":
+    one each for the DeltaNet's chunked and recurrent rules and its convolution's two forms.
+    Those packages are CUDA kernels; on a CPU the PyTorch forms are the only ones there are
+    (and the same arithmetic), so the four warnings tell a CPU user nothing to act on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "falling back to its reference PyTorch implementation" not in record.getMessage()
+
+
+CPU_FALLBACK_FILTER = _CpuFallbackFilter()
+_FALLBACK_LOGGER = "transformers.integrations.hub_kernels"
+
+
+def quiet_cpu_fallbacks(on_cpu: bool) -> None:
+    """Hide the fallback warnings for a model on the CPU; show them again for one on a GPU,
+    where installing the packages would help."""
+    logger = logging.getLogger(_FALLBACK_LOGGER)
+    if on_cpu:
+        logger.addFilter(CPU_FALLBACK_FILTER)
+    else:
+        logger.removeFilter(CPU_FALLBACK_FILTER)
 
 
 class LockstepChecker:
@@ -494,6 +521,7 @@ def run_launches_model(launches: list[Launch], model_dir: str | Path,
             outcomes.append(error)
             continue
         result.prompt_tokens, result.seconds = len(row.prompt), seconds
+        result.ids = list(row.ids)
         result.first_token_seconds = first_token
         result.engine = "sparse" if _is_engine(model) else "transformers"
         outcomes.append(result)

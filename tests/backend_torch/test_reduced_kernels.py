@@ -8,7 +8,8 @@ for word with the example's expected.json, which its independent model.py wrote.
 sparse engine (default run: seconds) and stock transformers (slow: about 7 tokens a second
 on 2 cores, serial_mad's 13 records in about 45 s).
 
-The checkpoint is 0.40 G parameters (binary values, `hdlc compile`'s float32 default; 1.4 G
+The checkpoint (the `reduced_model` fixture of tests/conftest.py, shared with the trace page's
+test) is 0.40 G parameters (binary values, `hdlc compile`'s float32 default; 1.4 G
 one-hot).  `QWENGPU_REDUCED_MODEL=DIR` reuses a checkpoint compiled with those parameters,
 `QWENGPU_REDUCED_KERNELS=serial_sum,serial_horner,...` picks the kernels; stock
 transformers runs on a GPU where there is one (bench/reduced_on_gpu.sh does it all).
@@ -30,7 +31,6 @@ from pathlib import Path
 import pytest
 
 from qwengpu.cli import main
-from compile_helpers import REDUCED
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 if str(EXAMPLES) not in sys.path:
@@ -39,18 +39,6 @@ import make_expected  # noqa: E402  (examples/make_expected.py: each example's o
 from _int32 import to_signed  # noqa: E402  (examples/_int32.py: words as int32)
 KERNELS = os.environ.get("QWENGPU_REDUCED_KERNELS", "serial_mad").split(",")
 ENGINES = ["sparse", pytest.param("transformers", marks=pytest.mark.slow)]
-
-
-@pytest.fixture(scope="module")
-def reduced_model(tmp_path_factory) -> str:
-    given = os.environ.get("QWENGPU_REDUCED_MODEL")
-    if given:
-        return given
-    directory = tmp_path_factory.mktemp("qwengpu_reduced")
-    flags = [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
-    assert main(["compile", "specs/qwengpu.hdl", "--target", "min", *flags,
-                 "-o", str(directory)]) == 0
-    return str(directory)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

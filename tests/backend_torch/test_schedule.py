@@ -4,6 +4,8 @@ the text dump and the `hdlc compile` / `hdlc graph` commands."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from compile_helpers import compile_plan
@@ -60,6 +62,19 @@ def test_schedule_is_deterministic_text():
     assert "layer 0 (linear_attention)" in first
     assert "mixer s.regs.r0 = memory(" in first
     assert "layers 11..44: empty" in first
+
+
+def test_the_text_form_names_ops_from_the_hdl(capsys):
+    """`hdlc graph` without -o: the ops and values by the names the page shows, the norm
+    ledger as whole numbers, no bare node id."""
+    assert main(["graph", COUNTER]) == 0
+    text = capsys.readouterr().out
+    assert "mlp   (count + 1).d0 \u00b7 add.sum = sum(scr.count.b0.lo) -> (count + 1).d0 " \
+        "\u00b7 add.sum [commit, add.sum, 31 units] @specs/counter.hdl:16:20" in text
+    assert "fn(tok.mode, count == LIMIT \u00b7 eq) -> wr.done.en" in text
+    assert not re.search(r"%\d", text)
+    ledgers = re.findall(r"hot entries (\S+) \(\+(\S+) the norm anchor's\)", text)
+    assert ledgers and all(hot.isdigit() and anchor == "262144" for hot, anchor in ledgers)
 
 
 def test_too_few_units_is_a_capacity_error(tmp_path):
@@ -133,8 +148,9 @@ def test_min_caps_units_and_heads_per_layer():
                                  uncapped.heads_per_layer)
     assert max(schedule.units.values()) <= max(units.values())
     # one unit fewer per layer no longer fits the 45 layers
-    with pytest.raises(CapacityError, match="layers: "):
+    with pytest.raises(CapacityError, match="layers: ") as too_deep:
         _list_schedule(plan, uncapped, max(schedule.units.values()) - 1, target.linear_heads)
+    assert not re.search(r"%\d", str(too_deep.value))      # the op by its HDL name
     assert _list_schedule(plan, uncapped, max(schedule.units.values()),
                           target.linear_heads)[1] == schedule.units
 

@@ -156,6 +156,20 @@ stage s {
     assert ops(design).count("mux") == 3
 
 
+def test_nodes_know_the_loop_iteration_that_made_them():
+    design = elaborate("""
+register r : u8;
+stage s {
+    for i in 0..2 {
+        for j in 0..2 { let t[i * 2 + j] = (r + i) ^ j; }
+    }
+    emit e = r + 1, packed = pack(t);
+}
+""")
+    adds = [n.loop for n in design.nodes if n.op == "add"]
+    assert adds == ["i=0,j=0", "i=0,j=1", "i=1,j=0", "i=1,j=1", None]
+
+
 def test_functions_inline_with_typed_and_untyped_parameters():
     design = elaborate("""
 register r : u8;

@@ -48,6 +48,29 @@ def test_locations_and_trailing_comment_docs():
     assert let.value.loc.line == 10
 
 
+def test_an_expression_spans_its_whole_text():
+    """An operator's location is its token (errors point there); its span runs from the
+    first character of its left operand to the end of its right one."""
+    spec = parse(SOURCE, "demo.hdl")
+    lines = SOURCE.splitlines()
+
+    def text(loc):
+        first_line, first_column, last_line, end_column = loc.span
+        assert first_line == last_line
+        return lines[first_line - 1][first_column - 1:end_column - 1]
+    stage = spec.items[8]
+    shifted = stage.body[1].value
+    assert (shifted.loc.line, shifted.loc.column) == (11, 34)       # the `>>>`
+    assert text(shifted.loc) == "{y[7:0], y[31:8]} >>> 2"
+    condition = stage.body[4].condition
+    assert text(condition.loc) == "count[0] ? Op.A : table[0][0] != 0"
+    assert text(condition.if_true.loc) == "Op.A"
+    assert text(condition.if_false.loc) == "table[0][0] != 0"
+    negated = stage.body[2].body[0].enable
+    assert text(negated.loc) == "!(count == 1"     # the parentheses are no node of the tree
+    assert negated.loc == type(negated.loc)("demo.hdl", 12, 44)    # spans do not compare
+
+
 def test_expression_structure():
     spec = parse(SOURCE, "demo.hdl")
     stage = spec.items[8]

@@ -7,9 +7,12 @@ loop that steps the pointer, then loads through it and stores the word into `out
 buffer fills the rest of the machine's memory. The arguments mix small values with ones near
 2^30, 2^32 and 2^63, so many addresses land in memory, many far outside it, and some exactly
 2^32 or 2^33 bytes past a word of `in`: the addresses a loader that addressed memory by the low
-word would wrap. `ptx_reference.py` faults on every address that is not a word of memory; the
-loader's default code must trap there too (`qwengpu.ptx.ranges` may leave a check out only
-where it cannot fire). Only instructions the reference reads are written.
+word would wrap. A third of the kernels load 64 bits (`ld.global.u64`, summed and stored with
+`st.global.u64`), whose addresses must be multiples of 8 as well. `ptx_reference.py` faults on
+every address that is not a word of memory and on every access that is not aligned to its
+size, and says which; the loader's default code must trap there too, with the same kind of
+trap (`qwengpu.ptx.ranges` and `qwengpu.ptx.alignment` may leave a check out only where it
+cannot fire). Only instructions the reference reads are written.
 
 `address_outcomes` runs a case both ways: from a launch file's contents (so the analysis sees
 the launch's arguments, as `hdlc run` does) on the reference interpreter, and through the
@@ -60,12 +63,14 @@ def generate_address_case(seed: int) -> FuzzCase:
         lines.append(f"\t{op} {target}, {rng.choice(defined_32)}, {_source_32(rng, defined_32)};")
         defined_32.append(target)
     index = rng.choice(defined_32)
+    double = rng.random() < 0.33         # 64-bit loads: the address must be a multiple of 8
+    value, width = ("%rd9", 64) if double else ("%r6", 32)
     guarded = rng.random() < 0.4
     if guarded:        # a bounds check first, as CUDA code writes one (the analysis narrows)
         compare = rng.choice(["lt.s32", "lt.u32", "lo.u32", "le.s32", "gt.s32", "ge.u32",
                               "eq.s32", "ne.u32"])
         bound = rng.choice(["8", "0", "3", "%r0", "%r1", "2147483647"])
-        lines.append("\tmov.u32 %r6, 0;")
+        lines.append(f"\tmov.u{width} {value}, 0;")
         if rng.random() < 0.5:
             lines += [f"\tsetp.{compare} %p0, {index}, {bound};",
                       f"\t@{rng.choice(['', '!'])}%p0 bra $L_skip;"]
@@ -85,20 +90,23 @@ def generate_address_case(seed: int) -> FuzzCase:
         offset_64 = "%rd5"
     lines.append(f"\tadd.s64 %rd6, %rd0, {offset_64};")
     offset = rng.choice(OFFSETS)
-    load = f"\tld.global.u32 %r6, [%rd6+{offset}];"            # nvcc's spelling: [%rd6+-4]
+    load = f"\tld.global.u{width} {value}, [%rd6+{offset}];"     # nvcc's spelling: [%rd6+-4]
     if rng.random() < 0.4:
         trips = rng.randint(1, 3)
-        lines += ["\tmov.u32 %r7, 0;", "\tmov.u32 %r8, 0;", "$L_loop:", load,
-                  "\tadd.s32 %r8, %r8, %r6;", f"\tadd.s64 %rd6, %rd6, {rng.choice(STEPS)};",
+        total = "%rd10" if double else "%r8"
+        lines += ["\tmov.u32 %r7, 0;", f"\tmov.u{width} {total}, 0;", "$L_loop:", load,
+                  f"\tadd.s{width} {total}, {total}, {value};",
+                  f"\tadd.s64 %rd6, %rd6, {rng.choice(STEPS)};",
                   "\tadd.s32 %r7, %r7, 1;", f"\tsetp.lt.u32 %p1, %r7, {trips};",
-                  "\t@%p1 bra $L_loop;", "\tmov.u32 %r6, %r8;"]
+                  "\t@%p1 bra $L_loop;", f"\tmov.u{width} {value}, {total};"]
     else:
         lines.append(load)
     if guarded:
         lines.append("$L_skip:")
-    lines += ["\tmul.wide.u32 %rd7, %r2, 4;", "\tadd.s64 %rd8, %rd1, %rd7;",
-              "\tst.global.u32 [%rd8], %r6;", "\tret;", "}"]
+    lines += [f"\tmul.wide.u32 %rd7, %r2, {width // 8};", "\tadd.s64 %rd8, %rd1, %rd7;",
+              f"\tst.global.u{width} [%rd8], {value};", "\tret;", "}"]
     block = 1        # one thread: with more, a read of `out` would race the others' stores
+    out_words = block * width // 32
     def word_32() -> int:                    # half of them small, as most indices are
         if rng.random() < 0.5:
             return rng.randrange(-IN_WORDS, IN_WORDS) & 0xFFFF_FFFF
@@ -108,40 +116,48 @@ def generate_address_case(seed: int) -> FuzzCase:
             rng.choice(WORDS_64[:3]) if rng.random() < 0.5 else rng.choice(WORDS_64)]
     # `rest` fills the memory the buffers leave, so that every word of the machine's memory
     # is a word of the reference's too, and only an address outside it faults there
-    buffers = {"in": [rng.randrange(1 << 32) for _ in range(IN_WORDS)], "out": [0] * block,
-               "rest": [rng.randrange(1 << 32) for _ in range(MEMORY_WORDS - IN_WORDS - block)]}
+    # (with no gaps between them: even sizes keep a 64-bit kernel's 8-byte alignment)
+    buffers = {"in": [rng.randrange(1 << 32) for _ in range(IN_WORDS)], "out": [0] * out_words,
+               "rest": [rng.randrange(1 << 32)
+                        for _ in range(MEMORY_WORDS - IN_WORDS - out_words)]}
     text = ".version 9.0\n.target sm_80\n.address_size 64\n\n" + "\n".join(lines) + "\n"
     return FuzzCase(seed=seed, ptx=text, grid=1, block=block, buffers=buffers, args=args)
 
 
-Outcome = dict[str, list[int]] | None          # the buffers, or None for a fault / a trap
+Outcome = dict[str, list[int]] | str      # the buffers, or the kind of fault / trap
+MISALIGNED, OUT_OF_RANGE = "misaligned address", "address out of range"   # the machine's words
 
 
 def address_outcomes(case: FuzzCase, folder: Path, check: bool = True
                      ) -> tuple[Outcome, Outcome, bool]:
-    """(the reference's buffers or None if it faults, the machine's or None if it traps,
-    whether the loader proved every access: its code is the code without checks)."""
+    """(the reference's buffers or the kind of its fault, the machine's buffers or the kind
+    of its trap, whether the loader proved every access: its code is the code without
+    checks)."""
     try:
         expected = ptx_reference.run_ptx(case.ptx, case.grid, case.block, case.buffers,
                                          case.args)
     except ptx_reference.PtxReferenceError as error:
-        if "is not a word of memory" not in str(error):
+        if "is not a multiple of" in str(error):
+            expected = MISALIGNED
+        elif "is not a word of memory" in str(error):
+            expected = OUT_OF_RANGE
+        else:
             raise
-        expected = None
     (folder / f"{KERNEL}.ptx").write_text(case.ptx)
     launch = _launch(case, folder, check)
     proven = _code(launch) == _code(_launch(case, folder, not check))
     result = run_launch_sim(launch)
     if result.trap is not None:
-        return expected, None, proven
+        return expected, result.trap.kind, proven
     got = {name: [word & 0xFFFF_FFFF for word in words]
            for name, words in result.as_json()["buffers"].items()}
     return expected, got, proven
 
 
 def describe_disagreement(case: FuzzCase, expected: Outcome, got: Outcome) -> str:
-    return (f"seed {case.seed}: reference {'faults' if expected is None else expected}, "
-            f"machine {'traps' if got is None else got}\n{case.ptx}args {case.args}")
+    return (f"seed {case.seed}: reference "
+            f"{f'faults: {expected}' if isinstance(expected, str) else expected}, machine "
+            f"{f'traps: {got}' if isinstance(got, str) else got}\n{case.ptx}args {case.args}")
 
 
 def _launch(case: FuzzCase, folder: Path, check: bool):

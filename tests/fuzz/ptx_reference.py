@@ -6,6 +6,11 @@ address.  The meaning of each instruction comes from the PTX ISA manual, written
 scratch: this module shares no code with `qwengpu` (it does not import it), so that a
 mistake in the loader cannot hide by being made on both sides.
 
+Memory accesses are `ld`/`st.global` of 32 and 64 bits; each faults unless it is naturally
+aligned (its address a multiple of its size, as the PTX manual requires and a GPU checks
+first) and every word it touches is a word of memory.  Buffers are laid out one after another
+from address 0, each at a multiple of the widest access of the kernel (docs/launch.md).
+
 Threads are independent in the kernels it is meant for (no shared memory, no barriers, no
 warp operations, each thread writes only its own words), so running them in sequence gives
 what a GPU gives.  Anything it does not understand, a register read before it is written, a
@@ -214,14 +219,17 @@ class Machine:
         self.params = params
         self.step_limit = step_limit
 
-    def address(self, operand: str, thread: Thread, instruction: Instruction) -> int:
+    def address(self, operand: str, thread: Thread, instruction: Instruction,
+                size: int = 4) -> int:
         match = re.fullmatch(r"\[\s*([%\w$]+)\s*(?:\+\s*(-?\w+))?\s*\]", operand)
         if match is None:
             raise instruction.fail(f"cannot read address {operand!r}")
         base = thread.read(match.group(1), 64, instruction)
         offset = parse_immediate(match.group(2)) if match.group(2) else 0
         address = (base + offset) & mask(64)
-        if address % 4 or address not in self.memory:
+        if address % size:
+            raise instruction.fail(f"byte address {address} is not a multiple of {size}")
+        if any(address + word not in self.memory for word in range(0, size, 4)):
             raise instruction.fail(f"byte address {address} is not a word of memory")
         return address
 
@@ -252,6 +260,7 @@ class Machine:
     def execute(self, instruction: Instruction, thread: Thread):
         parts, ops = instruction.parts, instruction.operands
         name, word = parts[0], instruction.type_name in ("u32", "b32", "s32")
+        double = instruction.type_name in ("u64", "b64", "s64")
         if name == "ld" and parts[1] == "param":
             param = ops[1].strip("[] ")
             if param not in self.params:
@@ -262,6 +271,13 @@ class Machine:
         elif name == "st" and parts[1] == "global" and word:
             address = self.address(ops[0], thread, instruction)
             self.memory[address] = thread.read(ops[1], 32, instruction)
+        elif name == "ld" and parts[1] == "global" and double:
+            address = self.address(ops[1], thread, instruction, 8)
+            thread.write(ops[0], self.memory[address] | self.memory[address + 4] << 32, 64)
+        elif name == "st" and parts[1] == "global" and double:
+            address = self.address(ops[0], thread, instruction, 8)
+            value = thread.read(ops[1], 64, instruction)
+            self.memory[address], self.memory[address + 4] = value & mask(32), value >> 32
         elif name == "cvta" and parts[1:3] == ["to", "global"]:
             thread.write(ops[0], thread.read(ops[1], 64, instruction), 64)
         elif name in ("and", "or", "xor") and parts[1:] == ["pred"]:   # logic on predicates
@@ -309,11 +325,14 @@ def execute_arithmetic(instruction: Instruction, thread: Thread):
         thread.write(ops[0], result, width)
 
 
-def layout(buffers: dict[str, list[int]]) -> tuple[dict[int, int], dict[str, int]]:
-    """Memory (byte address -> word) with the buffers one after another from address 0, as
-    docs/launch.md lays them out, and the byte address of each buffer."""
+def layout(buffers: dict[str, list[int]], alignment: int = 4
+           ) -> tuple[dict[int, int], dict[str, int]]:
+    """Memory (byte address -> word) with the buffers one after another from address 0, each
+    at a multiple of `alignment` bytes, as docs/launch.md lays them out, and the byte address
+    of each buffer."""
     memory, addresses, word = {}, {}, 0
     for name, values in buffers.items():
+        word = -(-word // (alignment // 4)) * (alignment // 4)
         addresses[name] = 4 * word
         for value in values:
             memory[4 * word] = value & mask(32)
@@ -328,7 +347,9 @@ def run_ptx(text: str, grid: int, block: int, buffers: dict[str, list[int]], arg
     if len(args) != len(kernel.params):
         raise PtxReferenceError(f"kernel {kernel.name} takes {len(kernel.params)} arguments, "
                                 f"got {len(args)}")
-    memory, addresses = layout(buffers)
+    wide = any(instruction.parts[:2] in (["ld", "global"], ["st", "global"])
+               and instruction.width == 64 for instruction in kernel.instructions)
+    memory, addresses = layout(buffers, 8 if wide else 4)
     params = {}
     for (name, type_name), arg in zip(kernel.params, args):
         value = addresses[arg] if isinstance(arg, str) else arg

@@ -150,10 +150,12 @@ def test_word_dims_is_sixteen_per_full_digit_and_one_hot_of_the_rest(width, dims
     assert word_dims(width) == dims
 
 
-def test_keep_origin_copies_stage_name_and_location():
+def test_keep_origin_copies_stage_name_location_digit_and_loop():
     here = Location("t.hdl", 4, 2)
-    record = IrNode("add", 4, (1, 2), stage="s", name="s.x", loc=here, label="ignored")
-    assert keep_origin(record) == {"stage": "s", "name": "s.x", "loc": here}
+    record = IrNode("add", 4, (1, 2), stage="s", name="s.x", loc=here, label="ignored",
+                    digit=3, loop="lane=1")
+    assert keep_origin(record) == {"stage": "s", "name": "s.x", "loc": here, "digit": 3,
+                                   "loop": "lane=1"}
 
 
 def test_encoding_text():

@@ -77,6 +77,13 @@ def test_text_form_names_the_lane():
     assert f"field v2 = %{root} at lane 2" in text
 
 
+def test_the_lane_tests_are_named():
+    _, out, _ = folded()
+    tests = sorted(n.name for _, n in out.items()
+                   if n.op == "eq" and any(out.node(a).op == "next_lane" for a in n.args))
+    assert tests == ["next_lane == 1", "next_lane == 2"]
+
+
 def test_a_field_reads_the_cone_at_its_lane():
     _, out, _ = folded()
     state = {"t": 0b0001, "acc": [[10, 20, 30, 40], [50, 60, 70, 80], [90, 100, 110, 120]]}
@@ -142,3 +149,13 @@ def test_verify_rejects_a_lane_next_lane_cannot_hold():
     out.update(v0, lane=3)
     with pytest.raises(VerifyError, match="lane 3 on a field"):
         verify(out)
+
+
+def test_a_folded_node_is_named_for_the_lane_it_serves():
+    """`v[lane]` of lanes 0..2 become one node: `s.v[next_lane]`, made in `lane=next_lane`."""
+    _, out, _ = folded()
+    root = out.node(fields(out)["v0"].args[0])
+    assert root.name == "s.v[next_lane]"
+    loops = {n.loop for _, n in out.items() if n.name is None and n.loop is not None
+             and n.op not in ("const", "register", "read")}
+    assert "lane=next_lane" in loops

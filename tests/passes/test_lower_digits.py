@@ -167,6 +167,23 @@ register r1 : u5 = 0
 """
 
 
+def test_each_digit_knows_its_place_in_its_word():
+    graph = spec_graph("register x : u12;\nregister y : u12;\nstage s {\n"
+                       "    let named = x + y;\n    emit a = named, b = x ^ y;\n}")
+    lowered = _lowered(graph)
+    fields = {n.state: n for _, n in lowered.items() if n.op == "field"}
+    named = [lowered.node(d) for d in fields["a"].args]
+    assert [(n.name, n.digit) for n in named] == [(f"s.named.d{k}", k) for k in range(3)]
+    anonymous = [lowered.node(d) for d in fields["b"].args]
+    assert [(n.name, n.digit) for n in anonymous] == [(None, k) for k in range(3)]
+    # the pieces of the adder: the carry into digit k (into digit 1 it is digit 0's class
+    # itself), the class of digit k
+    carries = [n for _, n in lowered.items() if n.op == "carry"]
+    assert [(n.name, n.digit) for n in carries] == [(None, 2)]
+    classes = [n for _, n in lowered.items() if n.label == "add.gp"]
+    assert [(n.name, n.digit) for n in classes] == [(None, 0), (None, 1)]
+
+
 def test_verify_rejects_a_wide_value_in_a_digit_graph():
     lowered = _lowered(operator_graph("add", (8, 8)))
     register = lowered.add("register", 8, state="r0")

@@ -65,7 +65,7 @@ def test_halfword_loads_and_a_misaligned_one():
     odd = "    ld.global.u16 %x0, [%rd0+1];\n    st.global.u32 [%rd1], %x0;"
     trapped = run_ptx(kernel(odd), {"in": IN_WORDS, "out": [0]}, ["in", "out"], block=1)
     assert trapped.result.trap.kind == "misaligned address"
-    assert "byte address 1 is not a multiple of 4" in trapped.result.trap.message
+    assert "byte address 1 is not a multiple of 2 (a 2-byte access)" in trapped.result.trap.message
 
 
 def test_64_bit_and_vector_accesses_and_address_forms():
@@ -145,7 +145,8 @@ def test_parameters_scalars_pointers_structs_and_64_bit_integers():
     run = run_ptx(kernel(body, params), {"in": [1, 2, 3], "out": [0] * 8},
                   ["in", "out", -3, [0x1234, -1], -2], block=1)
     assert run.words["out"] == [M32 - 2, M32, M32, 0x1234, M32 - 1, M32, 0x12, 0]
-    assert run.result.launch.params == [0, 12, M32 - 2, 0x1234, M32, M32 - 1, M32, 0]
+    # `out` at byte 16, not 12: a kernel with 8-byte accesses has its buffers 8-byte aligned
+    assert run.result.launch.params == [0, 16, M32 - 2, 0x1234, M32, M32 - 1, M32, 0]
 
 
 def test_branch_to_the_next_instruction_is_dropped_and_loops_run():

@@ -173,7 +173,8 @@ def test_spec_file_is_used(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("param, message", [
-    ("REGS=4", "kernel.cu.ptx:33:9: error: kernel vector_add needs 7 registers at once here"),
+    ("REGS=4", "vector_add/kernel.cu:4:5: error: kernel vector_add needs 7 registers at once "
+               "here"),
     ("PROG_WORDS=10", "error: kernel vector_add needs 19 instruction slots, but QwenGPU has 10"),
     ("MEM_WORDS=40", "launch.json:6:3: error: the buffers need 48 words (a: 16, b: 16, c: 16), "
                      "but QwenGPU has 40 words of memory (8 too many)"),

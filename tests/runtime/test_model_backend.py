@@ -372,3 +372,48 @@ def test_the_engine_benchmark_sets_both_engines_side_by_side(random_checkpoint, 
         ["sparse", "1", "2"], ["sparse", "3", "1"], ["sparse", "3", "2"]], out
     assert rows[0][6] == "1.0x" and all(row[-1] == "NO" for row in rows[:2]), out
     assert "engine: read in" in out and "peak memory" in out
+
+
+FALLBACK = "is falling back to its reference PyTorch implementation"
+
+
+def test_a_cpu_run_on_transformers_hides_the_cuda_kernel_fallback_warnings(random_checkpoint,
+                                                                           capsys):
+    """transformers warns four times (once per DeltaNet kernel) that flash-linear-attention
+    and causal-conv1d, CUDA kernels, are not installed; on a CPU nothing can be done about
+    it, so a model loaded for the CPU does not show them.  The warnings are there without the
+    loader (the first half, or the second could not fail), and come back for a GPU."""
+    import logging
+
+    import torch
+    import transformers.utils.logging as hf_logging
+    from transformers import AutoModelForCausalLM
+
+    from qwengpu.runtime.model_backend import load_checkpoint, quiet_cpu_fallbacks
+
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    library = logging.getLogger("transformers")
+    library.addHandler(handler)
+
+    def generate(model) -> list[str]:
+        seen.clear()
+        hf_logging.warning_once.cache_clear()       # each warning is given once a process
+        model.generate(torch.tensor([[1, 2, 3, 4, 5]]), max_new_tokens=3, do_sample=False)
+        return [message for message in seen if FALLBACK in message]
+
+    try:
+        quiet_cpu_fallbacks(False)                  # as after loading a model for a GPU
+        stock = AutoModelForCausalLM.from_pretrained(str(random_checkpoint))
+        assert len(generate(stock)) == 4, seen
+        model, _ = load_checkpoint(random_checkpoint, "cpu", engine="transformers")
+        assert generate(model) == [] and generate(stock) == []
+        quiet_cpu_fallbacks(False)
+        assert len(generate(stock)) == 4
+        quiet_cpu_fallbacks(True)
+    finally:
+        library.removeHandler(handler)
+    code, _, err = run_cli(capsys, ["run", str(VECTOR_ADD), "--backend", "model", "--model",
+                                    str(random_checkpoint), "--engine", "transformers"])
+    assert code == 1 and "error: position" in err and FALLBACK not in err
