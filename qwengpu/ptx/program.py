@@ -29,13 +29,16 @@ class MachineLimits:
     param_words: int = PARAM_WORDS
     warps: int = WARPS
     lanes: int = LANES
+    shared_words: int = 64          # most words of shared memory a block may have
+    local_words: int = 16           # most words of local memory a thread may have
 
     @classmethod
     def from_shape(cls, shape) -> "MachineLimits":
         """The limits of an elaborated spec (`qwengpu.runtime.machine_state.MachineShape`)."""
         return cls(registers=shape.regs, predicates=shape.preds, program_words=shape.prog_words,
                    memory_words=shape.mem_words, param_words=shape.param_words,
-                   warps=shape.warps, lanes=shape.lanes)
+                   warps=shape.warps, lanes=shape.lanes, shared_words=shape.shared_words,
+                   local_words=shape.local_words)
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,12 @@ class Program:
     # of parameter values (bytes), which a launch must keep to
     buffer_alignment: int = 4
     aligned_params: dict[str, int] = field(default_factory=dict)
+    # bytes of shared memory a block needs (its static .shared variables), whether it also
+    # has extern (dynamic) shared memory, whose size a launch gives, and bytes of local memory
+    # a thread needs (its .local arrays and the register allocator's spills)
+    shared_bytes: int = 0
+    dynamic_shared: bool = False
+    local_bytes: int = 0
 
     def __len__(self) -> int:
         return len(self.slots)

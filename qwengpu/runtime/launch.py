@@ -28,11 +28,12 @@ from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
 from qwengpu.runtime.trap_address import fault_detail, formed_address
-from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, load_machine,
-                                           new_simulator, run_simulator, signed_word)
+from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, MachineShape,
+                                           Windows, load_machine, new_simulator,
+                                           run_simulator, signed_word)
 
 LAUNCH_KEYS = ("source", "kernel", "grid", "block", "buffers", "args")
-OPTIONAL_KEYS = ("check_addresses",)    # docs/launch.md
+OPTIONAL_KEYS = ("check_addresses", "shared_bytes")    # docs/launch.md
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Region:
     name: str
     base_word: int
     words: int
-    kind: str = "buffer"          # "buffer" or "variable"
+    kind: str = "buffer"          # "buffer", "variable", "shared" or "local"
 
     @property
     def base_address(self) -> int:
@@ -65,6 +66,7 @@ class Launch:
     regions: list[Region]
     limits: MachineLimits = field(default_factory=MachineLimits)
     launch_path: str | None = None
+    windows: Windows = field(default_factory=Windows)     # shared and local memory
 
     @property
     def warps_per_block(self) -> int:
@@ -259,10 +261,49 @@ def _build(data: dict, source_path: str, program: Program, limits: MachineLimits
     params, values = _param_words(data["args"], data["buffers"], program, addresses, limits,
                                   source)
     _check_assumptions(program, data, values, source)
+    windows = _windows(data, program, limits, regions, source)
+    regions += window_regions(windows)
     return Launch(source_path=source_path, kernel=program.kernel, grid=grid, block=block,
                   program=program, instructions=program.link(addresses), memory=memory,
                   params=params, regions=regions, limits=limits,
-                  launch_path=source.path if source.path != "<launch>" else None)
+                  launch_path=source.path if source.path != "<launch>" else None,
+                  windows=windows)
+
+
+def _windows(data: dict, program: Program, limits: MachineLimits, regions: list[Region],
+             source: _LaunchText) -> Windows:
+    """The launch's shared memory (a window a block: the kernel's static shared variables
+    and `shared_bytes` of extern shared memory) and local memory (a window a thread), laid
+    out after its buffers and variables (docs/launch.md, "Memory layout")."""
+    dynamic = data.get("shared_bytes", 0)
+    if not _is_int(dynamic) or dynamic < 0:
+        raise source.error("shared_bytes must be a number of bytes (0 or more)",
+                           "shared_bytes")
+    if dynamic and not program.dynamic_shared:
+        raise source.error(f"shared_bytes gives extern shared memory, but kernel "
+                           f"{readable(program.kernel)} declares none", "shared_bytes")
+    shared_words = -(-(program.shared_bytes + dynamic) // 4)
+    local_words = -(-program.local_bytes // 4)
+    first = max((region.base_word + region.words for region in regions), default=0)
+    shape = MachineShape(limits.lanes, limits.warps, limits.registers, limits.predicates,
+                         limits.memory_words, limits.param_words, limits.program_words,
+                         limits.shared_words, limits.local_words)
+    try:
+        return Windows.laid_out(first, data["grid"], data["block"], shared_words, local_words,
+                                shape)
+    except CapacityError as error:
+        raise CapacityError(error.message, source.loc("buffers"), source.text) from None
+
+
+def window_regions(windows: Windows) -> list[Region]:
+    """Each block's shared memory and each thread's local memory, as named regions."""
+    regions = [Region(f"shared[block {block}]", base, windows.shared_words, "shared")
+               for block, base in enumerate(windows.shared_bases)]
+    regions += [Region(f"local[block {block}, thread {thread}]", base, windows.local_words,
+                       "local")
+                for block, threads in enumerate(windows.local_bases)
+                for thread, base in enumerate(threads)]
+    return regions
 
 
 def _check_assumptions(program: Program, data: dict, param_values: dict[str, list[int]],
@@ -485,7 +526,7 @@ def run_launch_sim(launch: Launch, max_records: int = DEFAULT_MAX_RECORDS,
                    machine: Machine | str | None = None) -> LaunchResult:
     """Run a launch on the reference interpreter of the spec (default specs/qwengpu.hdl)."""
     simulator = new_simulator(machine, launch.instructions, launch.memory, launch.params,
-                              launch.grid, launch.block)
+                              launch.grid, launch.block, launch.windows)
     outcome = run_simulator(simulator, max_records)
     trap = None
     if outcome.trapped:
