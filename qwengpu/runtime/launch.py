@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from qwengpu.errors import CapacityError, LaunchError, Location, UserError
-from qwengpu.isa import MASK32, RZ, Instruction, Trap
+from qwengpu.isa import MASK32, RZ, TRAP_TEXTS, Instruction, Op, Space, Trap
 from qwengpu.ptx import ir
 from qwengpu.ptx.alignment import variable_alignment
 from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_module
@@ -229,10 +229,14 @@ def _check_shape(data, source: _LaunchText):
 
 
 def launch_for_program(program: Program, grid: int, block: int, buffers: dict[str, list[int]],
-                       args: list, limits: MachineLimits | None = None) -> Launch:
-    """A launch of an already compiled kernel (the Python API behind launch files)."""
+                       args: list, limits: MachineLimits | None = None,
+                       shared_bytes: int = 0) -> Launch:
+    """A launch of an already compiled kernel (the Python API behind launch files);
+    `shared_bytes` is its extern shared memory (CUDA's third launch parameter)."""
     data = {"source": program.ptx_path, "kernel": program.kernel, "grid": grid,
             "block": block, "buffers": buffers, "args": args}
+    if shared_bytes:
+        data["shared_bytes"] = shared_bytes
     source = _LaunchText("<launch>", json.dumps(data, indent=1))
     _check_shape(data, source)
     with in_cuda_terms(lambda: program.cuda_lines):
@@ -433,12 +437,8 @@ def _argument_words(param: ir.Param, arg, buffers: dict, addresses: dict[str, in
 
 # ---- running -------------------------------------------------------------------------------------
 
-TRAP_DESCRIPTIONS = {
-    Trap.BAD_OPCODE: "invalid instruction",
-    Trap.ADDRESS_RANGE: "address out of range",
-    Trap.MISALIGNED: "misaligned address",
-    Trap.BAD_OPERAND: "bad operand",
-}
+# What each trap is called: the spec's strings on its `enum Trap`.
+TRAP_DESCRIPTIONS = dict(TRAP_TEXTS)
 
 
 @dataclass
@@ -536,6 +536,22 @@ def run_launch_sim(launch: Launch, max_records: int = DEFAULT_MAX_RECORDS,
     return LaunchResult(launch, list(outcome.memory), outcome.records, trap)
 
 
+def _window_detail(launch: Launch, instruction: Instruction, code: int, address: int) -> str:
+    """A fault of a shared or local access (an offset into a window), or of a halfword
+    store, in those terms; "" for the others."""
+    space = getattr(instruction, "space", Space.GLOBAL)
+    if code == Trap.MISALIGNED and instruction.op == Op.ST_U16:
+        return f": byte address {address} is not a multiple of 2 (a 2-byte store)"
+    if code != Trap.ADDRESS_RANGE or space not in (Space.SHARED, Space.LOCAL):
+        return ""
+    if space == Space.SHARED:
+        words, what = launch.windows.shared_words, "the block's shared memory"
+    else:
+        words, what = launch.windows.local_words, "the thread's local memory"
+    return (f": {Space(space).name.lower()} address {address} (word {address // 4}) is past "
+            f"the {words} word{'s' if words != 1 else ''} of {what}")
+
+
 def describe_trap(launch: Launch, record_index: int, record: dict,
                   read_register=None, records: list[dict] | None = None) -> TrapInfo:
     """A readable account of the trap in `record`.  `read_register(warp, lane, r)` gives the
@@ -563,6 +579,7 @@ def describe_trap(launch: Launch, record_index: int, record: dict,
         detail = fault_detail(code, address, kernel_address, formed.size_bytes if formed else 4,
                               launch.limits.memory_words)
         address = address if kernel_address is None else kernel_address
+        detail = _window_detail(launch, instruction, code, address) or detail
     where = (f"warp {warp}, lane {lane} (block {block}, thread {thread}), pc {pc}: {text}")
     message = f"{kind}{detail}; in {where}"
     ptx_loc = slot.ptx_loc if slot else None
