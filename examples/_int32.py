@@ -258,3 +258,51 @@ def run_grid(launch: dict, thread_fn: Callable) -> dict:
     if forward != backward:
         raise AssertionError("the result depends on thread order: the kernel has a race")
     return {"buffers": forward}
+
+
+# --- blocks and warps: for kernels whose threads cooperate ------------------------------
+
+WARP_SIZE = 4        # QwenGPU's warps (warpSize in CUDA, WARP_SZ in PTX)
+
+
+@dataclass(frozen=True)
+class Group:
+    """A block (or a warp) of threads the model runs as one: `threads` are their threadIdx."""
+
+    blockIdx: int
+    blockDim: int
+    gridDim: int
+    threads: tuple[int, ...]
+
+    @property
+    def first(self) -> int:
+        """The global index of the block's thread 0."""
+        return self.blockIdx * self.blockDim
+
+
+def _arguments(launch: dict) -> tuple[dict, list]:
+    buffers = {name: Buffer(name, words) for name, words in launch["buffers"].items()}
+    args = [buffers[arg] if isinstance(arg, str) else to_signed(arg) for arg in launch["args"]]
+    return buffers, args
+
+
+def run_blocks(launch: dict, block_fn: Callable) -> dict:
+    """Run `block_fn(block, *args)` once a block: for kernels whose threads share memory and
+    barriers, written as the block's phases (what holds between two __syncthreads)."""
+    buffers, args = _arguments(launch)
+    grid, block = launch["grid"], launch["block"]
+    for b in range(grid):
+        block_fn(Group(b, block, grid, tuple(range(block))), *args)
+    return {"buffers": {name: buf.words for name, buf in buffers.items()}}
+
+
+def run_warps(launch: dict, warp_fn: Callable) -> dict:
+    """Run `warp_fn(warp, *args)` once a warp of WARP_SIZE threads (the last may be short):
+    for kernels of shuffles, votes, and atomics whose order within a warp matters."""
+    buffers, args = _arguments(launch)
+    grid, block = launch["grid"], launch["block"]
+    for b in range(grid):
+        for first in range(0, block, WARP_SIZE):
+            threads = tuple(range(first, min(first + WARP_SIZE, block)))
+            warp_fn(Group(b, block, grid, threads), *args)
+    return {"buffers": {name: buf.words for name, buf in buffers.items()}}

@@ -516,6 +516,8 @@ class _Analysis:
         if isinstance(operand, ir.Immediate):
             return fit(operand.value, operand.value, width)
         if isinstance(operand, ir.Symbol):
+            if operand.name == "WARP_SZ":          # the warp's lanes, a constant
+                return fit(self.facts.lanes, self.facts.lanes, width)
             if operand.name not in self.variables:
                 return None
             return 0, self.facts.memory_bytes - 1
