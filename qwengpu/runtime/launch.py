@@ -25,8 +25,10 @@ from qwengpu.ptx import ir
 from qwengpu.ptx.alignment import variable_alignment
 from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_module
 from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
+from qwengpu.ptx.geometry import Geometry, launch_mismatch, volume
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
+from qwengpu.runtime.launch_shape import Dims, dims_of, shape_problem, shown, thread_name
 from qwengpu.runtime.trap_address import fault_detail, formed_address
 from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, MachineShape,
                                            Windows, load_machine, new_simulator,
@@ -57,8 +59,8 @@ class Launch:
 
     source_path: str
     kernel: str
-    grid: int
-    block: int
+    grid: int                     # blocks, all dimensions together (the machine's nctaid)
+    block: int                    # threads a block (its ntid)
     program: Program
     instructions: list[Instruction]
     memory: list[int]
@@ -67,6 +69,8 @@ class Launch:
     limits: MachineLimits = field(default_factory=MachineLimits)
     launch_path: str | None = None
     windows: Windows = field(default_factory=Windows)     # shared and local memory
+    grid_dims: Dims | None = None     # the grid and block as CUDA's dim3 (x, y, z); None:
+    block_dims: Dims | None = None    # (grid, 1, 1) and (block, 1, 1)
 
     @property
     def warps_per_block(self) -> int:
@@ -97,9 +101,14 @@ class Launch:
         return None
 
     def thread_of(self, warp: int, lane: int) -> tuple[int, int]:
-        """(blockIdx.x, threadIdx.x) of a lane."""
+        """(block, thread in block) of a lane, as flat indices (x fastest)."""
         return warp // self.warps_per_block, (warp % self.warps_per_block) * self.limits.lanes \
             + lane
+
+    def thread_name(self, warp: int, lane: int) -> str:
+        """`block 1, thread 5`; `block (1, 0), thread (1, 1)` for a shape of more dimensions."""
+        return thread_name(*self.thread_of(warp, lane), self.grid_dims or (self.grid, 1, 1),
+                           self.block_dims or (self.block, 1, 1))
 
 
 # ---- reading and checking a launch file ----------------------------------------------------------
@@ -186,8 +195,10 @@ def _launch_facts(data: dict, module: ir.Module, limits: MachineLimits) -> Facts
         if _is_int(arg) and not param.is_array:
             value = arg & ((1 << (8 * param.size_bytes)) - 1)
             params[param.name] = (value, value)
-    return replace(general, block=(data["block"], data["block"]),
-                   grid=(data["grid"], data["grid"]), params=params)
+    grid_dims, block_dims = dims_of(data["grid"]), dims_of(data["block"])
+    block, grid = volume(block_dims), volume(grid_dims)
+    return replace(general, block=(block, block), grid=(grid, grid), params=params,
+                   geometry=Geometry.of(block_dims, grid_dims))
 
 
 def _is_int(value) -> bool:
@@ -212,8 +223,9 @@ def _check_shape(data, source: _LaunchText):
         if not isinstance(data[key], str) or not data[key]:
             raise source.error(f"{key!r} must be a non-empty string", key)
     for key in ("grid", "block"):
-        if not _is_int(data[key]) or data[key] < 1:
-            raise source.error(f"{key!r} must be a positive integer, not {data[key]!r}", key)
+        problem = shape_problem(data[key], key)
+        if problem is not None:
+            raise source.error(problem, key)
     buffers = data["buffers"]
     if not isinstance(buffers, dict):
         raise source.error("'buffers' must be an object: name -> list of integers", "buffers")
@@ -228,11 +240,14 @@ def _check_shape(data, source: _LaunchText):
         raise source.error("'args' must be a list (buffer names and integers)", "args")
 
 
-def launch_for_program(program: Program, grid: int, block: int, buffers: dict[str, list[int]],
+def launch_for_program(program: Program, grid, block, buffers: dict[str, list[int]],
                        args: list, limits: MachineLimits | None = None) -> Launch:
-    """A launch of an already compiled kernel (the Python API behind launch files)."""
-    data = {"source": program.ptx_path, "kernel": program.kernel, "grid": grid,
-            "block": block, "buffers": buffers, "args": args}
+    """A launch of an already compiled kernel (the Python API behind launch files); `grid`
+    and `block` are numbers or (x, y, z) as in a launch file."""
+    data = {"source": program.ptx_path, "kernel": program.kernel,
+            "grid": list(grid) if isinstance(grid, tuple) else grid,
+            "block": list(block) if isinstance(block, tuple) else block,
+            "buffers": buffers, "args": args}
     source = _LaunchText("<launch>", json.dumps(data, indent=1))
     _check_shape(data, source)
     with in_cuda_terms(lambda: program.cuda_lines):
@@ -241,13 +256,14 @@ def launch_for_program(program: Program, grid: int, block: int, buffers: dict[st
 
 def _build(data: dict, source_path: str, program: Program, limits: MachineLimits,
            source: _LaunchText) -> Launch:
-    grid, block = data["grid"], data["block"]
+    grid_dims, block_dims = dims_of(data["grid"]), dims_of(data["block"])
+    grid, block = volume(grid_dims), volume(block_dims)
     warps = grid * -(-block // limits.lanes)
     if warps > limits.warps:
         raise CapacityError(
-            f"the launch needs {warps} warps (grid {grid} x ceil({block} / {limits.lanes}) "
-            f"threads per warp), but QwenGPU has {limits.warps}", source.loc("grid"),
-            source.text)
+            f"the launch needs {warps} warps (grid {shown(grid_dims)} x ceil("
+            f"{shown(block_dims)} / {limits.lanes}) threads per warp), but QwenGPU has "
+            f"{limits.warps}", source.loc("grid"), source.text)
     regions = _layout(data["buffers"], program, limits, source)
     addresses = {region.name: region.base_address for region in regions}
     memory = [0] * limits.memory_words
@@ -267,7 +283,7 @@ def _build(data: dict, source_path: str, program: Program, limits: MachineLimits
                   program=program, instructions=program.link(addresses), memory=memory,
                   params=params, regions=regions, limits=limits,
                   launch_path=source.path if source.path != "<launch>" else None,
-                  windows=windows)
+                  windows=windows, grid_dims=grid_dims, block_dims=block_dims)
 
 
 def _windows(data: dict, program: Program, limits: MachineLimits, regions: list[Region],
@@ -289,7 +305,8 @@ def _windows(data: dict, program: Program, limits: MachineLimits, regions: list[
                          limits.memory_words, limits.param_words, limits.program_words,
                          limits.shared_words, limits.local_words)
     try:
-        return Windows.laid_out(first, data["grid"], data["block"], shared_words, local_words,
+        return Windows.laid_out(first, volume(dims_of(data["grid"])),
+                                volume(dims_of(data["block"])), shared_words, local_words,
                                 shape)
     except CapacityError as error:
         raise CapacityError(error.message, source.loc("buffers"), source.text) from None
@@ -312,6 +329,12 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
     (`Program.assumptions`); a launch outside them would run unchecked, so it is refused."""
     values = {name: sum(word << (32 * index) for index, word in enumerate(words))
               for name, words in param_values.items()}
+    grid_dims, block_dims = dims_of(data["grid"]), dims_of(data["block"])
+    mismatch = launch_mismatch(program.geometry, program.shape_reads,
+                               Geometry.of(block_dims, grid_dims))
+    if mismatch is not None:
+        raise source.error(f"{mismatch[1]}: compile the kernel for this launch (a launch file "
+                           "does)", mismatch[0])
     for name, alignment in program.aligned_params.items():
         if values.get(name, 0) % alignment:
             raise source.error(f"this launch has parameter {readable(name)} = {values[name]}, "
@@ -320,7 +343,7 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
                                "this launch (a launch file does)", "args")
     if program.assumptions is None:
         return
-    broken = kept_to(program.assumptions, data["block"], data["grid"], values)
+    broken = kept_to(program.assumptions, volume(block_dims), volume(grid_dims), values)
     if broken is not None:
         raise source.error(f"this launch has {broken}, and the kernel's address checks were left "
                            "out on that ground: compile the kernel for this launch (a launch "
@@ -563,7 +586,7 @@ def describe_trap(launch: Launch, record_index: int, record: dict,
         detail = fault_detail(code, address, kernel_address, formed.size_bytes if formed else 4,
                               launch.limits.memory_words)
         address = address if kernel_address is None else kernel_address
-    where = (f"warp {warp}, lane {lane} (block {block}, thread {thread}), pc {pc}: {text}")
+    where = f"warp {warp}, lane {lane} ({launch.thread_name(warp, lane)}), pc {pc}: {text}"
     message = f"{kind}{detail}; in {where}"
     ptx_loc = slot.ptx_loc if slot else None
     lines = launch.program.cuda_lines

@@ -1,0 +1,49 @@
+"""A launch's shape: `grid` and `block` as CUDA's dim3, on a machine that numbers threads flat.
+
+A launch file gives `"grid"` and `"block"` as a number (x) or a list of 1 to 3 numbers
+`[x, y, z]` (docs/launch.md).  The machine runs `volume(grid)` blocks of `volume(block)`
+threads; thread t of a block is the CUDA thread (t % bx, t / bx % by, t / (bx * by)), x
+fastest, as CUDA numbers them, and block b likewise in the grid.  The loader computes those
+indices from the flat ones (`qwengpu.ptx.geometry`); this module checks the keys and tells a
+lane's CUDA coordinates for messages and traces.
+"""
+
+from __future__ import annotations
+
+from qwengpu.ptx.geometry import Dims, dims_of, shown
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def shape_problem(value, key: str) -> str | None:
+    """Why `value` is not a launch file's `grid`/`block`, or None."""
+    if _is_count(value):
+        return None
+    if isinstance(value, list) and 1 <= len(value) <= 3 and all(map(_is_count, value)):
+        return None
+    return (f"{key!r} must be a positive integer or a list of 1 to 3 positive integers "
+            f"([x, y, z]), not {value!r}")
+
+
+def coordinates(index: int, dims: Dims) -> Dims:
+    """The (x, y, z) of flat index `index` in a shape of `dims`, x fastest."""
+    x, y, _ = dims
+    return index % x, index // x % y, index // (x * y)
+
+
+def thread_name(block: int, thread: int, grid_dims: Dims, block_dims: Dims) -> str:
+    """`block 1, thread 5`, or `block (1, 0), thread (1, 1)` for a shape of more dimensions
+    (the coordinates CUDA's blockIdx and threadIdx read)."""
+    return f"block {_point(block, grid_dims)}, thread {_point(thread, block_dims)}"
+
+
+def _point(index: int, dims: Dims) -> str:
+    if dims[1:] == (1, 1):
+        return str(index)
+    used = 3 if dims[2] > 1 else 2
+    return "(" + ", ".join(str(part) for part in coordinates(index, dims)[:used]) + ")"
+
+
+__all__ = ["Dims", "coordinates", "dims_of", "shape_problem", "shown", "thread_name"]
