@@ -105,10 +105,6 @@ class Launch:
         return warp // self.warps_per_block, (warp % self.warps_per_block) * self.limits.lanes \
             + lane
 
-    def thread_name(self, warp: int, lane: int) -> str:
-        """`block 1, thread 5`; `block (1, 0), thread (1, 1)` for a shape of more dimensions."""
-        return thread_name(*self.thread_of(warp, lane), self.grid_dims or (self.grid, 1, 1),
-                           self.block_dims or (self.block, 1, 1))
 
 
 # ---- reading and checking a launch file ----------------------------------------------------------
@@ -586,7 +582,7 @@ def describe_trap(launch: Launch, record_index: int, record: dict,
         detail = fault_detail(code, address, kernel_address, formed.size_bytes if formed else 4,
                               launch.limits.memory_words)
         address = address if kernel_address is None else kernel_address
-    where = f"warp {warp}, lane {lane} ({launch.thread_name(warp, lane)}), pc {pc}: {text}"
+    where = f"warp {warp}, lane {lane} ({thread_name(launch, warp, lane)}), pc {pc}: {text}"
     message = f"{kind}{detail}; in {where}"
     ptx_loc = slot.ptx_loc if slot else None
     lines = launch.program.cuda_lines

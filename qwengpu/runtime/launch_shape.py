@@ -33,17 +33,26 @@ def coordinates(index: int, dims: Dims) -> Dims:
     return index % x, index // x % y, index // (x * y)
 
 
-def thread_name(block: int, thread: int, grid_dims: Dims, block_dims: Dims) -> str:
-    """`block 1, thread 5`, or `block (1, 0), thread (1, 1)` for a shape of more dimensions
-    (the coordinates CUDA's blockIdx and threadIdx read)."""
-    return f"block {_point(block, grid_dims)}, thread {_point(thread, block_dims)}"
+def launch_dims(launch) -> tuple[Dims, Dims]:
+    """(grid, block) of a `qwengpu.runtime.launch.Launch` as (x, y, z) each."""
+    return launch.grid_dims or (launch.grid, 1, 1), launch.block_dims or (launch.block, 1, 1)
 
 
-def _point(index: int, dims: Dims) -> str:
+def index_text(index: int, dims: Dims) -> str:
+    """A flat index as CUDA names it: `5` in a 1-D shape, `(1, 1)` or `(1, 1, 0)` otherwise."""
     if dims[1:] == (1, 1):
         return str(index)
     used = 3 if dims[2] > 1 else 2
     return "(" + ", ".join(str(part) for part in coordinates(index, dims)[:used]) + ")"
 
 
-__all__ = ["Dims", "coordinates", "dims_of", "shape_problem", "shown", "thread_name"]
+def thread_name(launch, warp: int, lane: int) -> str:
+    """`block 1, thread 5` for a lane of `launch`; `block (1, 0), thread (1, 1)` in a shape of
+    more dimensions (the coordinates CUDA's blockIdx and threadIdx read)."""
+    block, thread = launch.thread_of(warp, lane)
+    grid_dims, block_dims = launch_dims(launch)
+    return f"block {index_text(block, grid_dims)}, thread {index_text(thread, block_dims)}"
+
+
+__all__ = ["Dims", "coordinates", "dims_of", "index_text", "launch_dims", "shape_problem",
+           "shown", "thread_name"]

@@ -325,7 +325,6 @@ def test_global_variables_are_laid_out_after_the_buffers():
 UNSUPPORTED = [
     ("shared_memory", ".shared memory", "mov.u32"),
     ("local_array", ".local memory", "mov.u64"),
-    ("calls", "'call.uni' is not supported", "call.uni"),
     ("store_short", "16-bit stores", "st.global.u16"),
 ]
 
