@@ -61,7 +61,7 @@ def mnemonic_table(isa: MachineIsa) -> dict[str, tuple[Opcode, dict[str, int]]]:
 
 MNEMONICS = mnemonic_table(DEFAULT_ISA)
 SPECIALS = {special.name.lower(): int(special) for special in Special}
-DIRECTIVES = ("grid", "block", "param", "mem")
+DIRECTIVES = ("grid", "block", "param", "mem", "shared", "local")
 # What an enum operand is called in messages.
 _ENUM_WORDS = {"Special": "a special register"}
 
@@ -79,6 +79,8 @@ class AsmProgram:
     block: int = LANES
     params: list[int] = field(default_factory=list)       # words, already modulo 2**32
     memory: list[int] = field(default_factory=list)       # words from address 0 up
+    shared_words: int = 0      # shared memory a block has (laid out after the memory image)
+    local_words: int = 0       # local memory a thread has (after the blocks' shared memory)
 
 
 @lru_cache(maxsize=1)
@@ -154,7 +156,12 @@ class _Assembler:
         if name not in DIRECTIVES:
             raise self.error(f"unknown directive .{name} (directives: "
                              f"{', '.join('.' + d for d in DIRECTIVES)})", name_token)
-        if name in ("grid", "block"):
+        if name in ("shared", "local"):
+            self._expect_count(tree, name, values, 1)
+            if values[0] < 0:
+                raise self.error(f".{name} is a number of words, not {values[0]}", numbers[0])
+            setattr(self.program, f"{name}_words", values[0])
+        elif name in ("grid", "block"):
             self._expect_count(tree, name, values, 1)
             if name in self.directive_locs:
                 raise self.error(f".{name} is already given (at {self.directive_locs[name]})",

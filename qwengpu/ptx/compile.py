@@ -33,6 +33,7 @@ from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import FormedAddressSlots, MachineLimits, Program, ProgramSlot
 from qwengpu.ptx.ranges import Facts, default_facts, proven_accesses
 from qwengpu.ptx.regalloc import Allocation, allocate
+from qwengpu.ptx.kernel_facts import shared_layout
 from qwengpu.ptx.select import select_kernel
 from qwengpu.ptx.vcode import (TRUE, ZERO, FormedAddress, LabelRef, ParamRef, SymbolRef, VInstr,
                                VLabel, VPred, VReg)
@@ -122,6 +123,7 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
             f"{limits.program_words} ({excess} too many); the first that does not fit comes "
             f"from this line", where.loc if where else kernel.loc, module.source)
     used = {name: variable for name, variable in declared.items() if name in used_variables}
+    shared = _shared_memory(module, kernel, limits)
     return Program(kernel=kernel.name, params=list(kernel.params), param_slots=param_slots,
                    variables=used, slots=slots,
                    registers_used=allocation.registers_used,
@@ -129,8 +131,24 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
                    ptx_source=module.source, pass_changes=changes,
                    pointer_bytes=module.address_size // 8, assumptions=assumed,
                    cuda_lines=module.cuda_lines, buffer_alignment=alignment,
-                   aligned_params=aligned_params, geometry=geometry,
+                   aligned_params=aligned_params, shared_bytes=shared.static_bytes,
+                   dynamic_shared=shared.dynamic, geometry=geometry,
                    shape_reads=shape_reads(kernel))
+
+
+def _shared_memory(module: ir.Module, kernel: ir.Kernel, limits: MachineLimits):
+    """The kernel's shared memory layout, refused when its static part is larger than a
+    block's window may be (SHARED_WORDS)."""
+    layout = shared_layout(module, kernel)
+    words = -(-layout.static_bytes // 4)
+    if words > limits.shared_words:
+        first = next((v for v in kernel.variables.values() if v.state_space == "shared"), None)
+        raise CapacityError(
+            f"kernel {readable(kernel.name)} has {layout.static_bytes} bytes of shared memory "
+            f"({words} words), but a block of QwenGPU may have {limits.shared_words} words "
+            f"(SHARED_WORDS); {words - limits.shared_words} too many",
+            first.loc if first else kernel.loc, module.source)
+    return layout
 
 
 def _alignment_proofs(kernel: ir.Kernel, facts: Facts, alignment: int, declared: dict

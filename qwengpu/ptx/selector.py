@@ -26,6 +26,7 @@ from typing import Callable
 from qwengpu.errors import Location, PtxError
 from qwengpu.isa import LANES, MASK32, Cmp, Op
 from qwengpu.ptx import fold, ir
+from qwengpu.ptx.kernel_facts import shared_layout, single_constant_registers
 from qwengpu.ptx.cuda_lines import readable
 from qwengpu.ptx.explain import dot_product_detail
 from qwengpu.ptx.geometry import SUPPORTED_SPECIALS, Geometry, lower_special
@@ -81,6 +82,8 @@ class Selector:
         self.guard: VPred = TRUE
         self.guard_negated = False
         self.used_variables: set[str] = set()
+        self.constant_registers = single_constant_registers(kernel, self.constant_symbols)
+        self.shared = shared_layout(module, kernel)
 
     # ---- driver -----------------------------------------------------------------------------
 
@@ -313,6 +316,9 @@ class Selector:
         if isinstance(operand, ir.Register):
             if operand.name in SPECIALS:
                 return self.special(operand)
+            if operand.name in self.constant_registers:
+                return _extend(self.constant_registers[operand.name] & mask(width), width,
+                               signed)
             register_width = self.register_width(operand)
             if register_width == 1:
                 raise self.error(f"{operand.name} is a predicate; a value is needed here",
@@ -378,11 +384,13 @@ class Selector:
         name = operand.name
         if name in self.constant_symbols:
             return self.constant_symbols[name]
-        self.memory_variable(operand)
+        variable = self.memory_variable(operand)
+        if variable.state_space == "shared":
+            return self.shared.offsets[name]      # a shared address: an offset in the window
         return SymbolRef(name)
 
     def memory_variable(self, operand: ir.Symbol) -> ir.Variable:
-        """The `.global`/`.const` variable a symbol names, or a clear error."""
+        """The `.global`/`.const`/`.shared` variable a symbol names, or a clear error."""
         name = operand.name
         variable = self.kernel.variables.get(name) or self.module.variables.get(name)
         if variable is None:
@@ -395,6 +403,8 @@ class Selector:
                 raise self.error(f"{readable(name)} is a function; calls are not supported",
                                  operand)
             raise self.error(f"unknown symbol {readable(name)}", operand)
+        if variable.state_space == "shared":
+            return variable
         if variable.state_space not in ("global", "const"):
             raise self.error(_state_space_message(variable), operand)
         if variable.extern or variable.array_length == 0:

@@ -20,15 +20,15 @@ import os
 from dataclasses import dataclass, field, replace
 
 from qwengpu.errors import CapacityError, LaunchError, Location, UserError
-from qwengpu.isa import MASK32, RZ, Instruction, Trap
+from qwengpu.isa import MASK32, RZ, TRAP_TEXTS, Instruction, Op, Space, Trap
 from qwengpu.ptx import ir
 from qwengpu.ptx.alignment import variable_alignment
 from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_module
 from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
-from qwengpu.ptx.geometry import Geometry, launch_mismatch, volume
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
-from qwengpu.runtime.launch_shape import Dims, dims_of, shape_problem, shown, thread_name
+from qwengpu.runtime.launch_shape import (Dims, count, dims_of, launch_geometry, shape_problem,
+                                          shape_refusal, shown, thread_name)
 from qwengpu.runtime.trap_address import fault_detail, formed_address
 from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, MachineShape,
                                            Windows, load_machine, new_simulator,
@@ -104,7 +104,6 @@ class Launch:
         """(block, thread in block) of a lane, as flat indices (x fastest)."""
         return warp // self.warps_per_block, (warp % self.warps_per_block) * self.limits.lanes \
             + lane
-
 
 
 # ---- reading and checking a launch file ----------------------------------------------------------
@@ -191,10 +190,9 @@ def _launch_facts(data: dict, module: ir.Module, limits: MachineLimits) -> Facts
         if _is_int(arg) and not param.is_array:
             value = arg & ((1 << (8 * param.size_bytes)) - 1)
             params[param.name] = (value, value)
-    grid_dims, block_dims = dims_of(data["grid"]), dims_of(data["block"])
-    block, grid = volume(block_dims), volume(grid_dims)
+    block, grid = count(data["block"]), count(data["grid"])
     return replace(general, block=(block, block), grid=(grid, grid), params=params,
-                   geometry=Geometry.of(block_dims, grid_dims))
+                   geometry=launch_geometry(data))
 
 
 def _is_int(value) -> bool:
@@ -219,8 +217,7 @@ def _check_shape(data, source: _LaunchText):
         if not isinstance(data[key], str) or not data[key]:
             raise source.error(f"{key!r} must be a non-empty string", key)
     for key in ("grid", "block"):
-        problem = shape_problem(data[key], key)
-        if problem is not None:
+        if (problem := shape_problem(data[key], key)) is not None:
             raise source.error(problem, key)
     buffers = data["buffers"]
     if not isinstance(buffers, dict):
@@ -237,13 +234,14 @@ def _check_shape(data, source: _LaunchText):
 
 
 def launch_for_program(program: Program, grid, block, buffers: dict[str, list[int]],
-                       args: list, limits: MachineLimits | None = None) -> Launch:
+                       args: list, limits: MachineLimits | None = None,
+                       shared_bytes: int = 0) -> Launch:
     """A launch of an already compiled kernel (the Python API behind launch files); `grid`
-    and `block` are numbers or (x, y, z) as in a launch file."""
-    data = {"source": program.ptx_path, "kernel": program.kernel,
-            "grid": list(grid) if isinstance(grid, tuple) else grid,
-            "block": list(block) if isinstance(block, tuple) else block,
-            "buffers": buffers, "args": args}
+    and `block` are numbers or (x, y, z), `shared_bytes` its extern shared memory."""
+    data = {"source": program.ptx_path, "kernel": program.kernel, "grid": grid,
+            "block": block, "buffers": buffers, "args": args}
+    if shared_bytes:
+        data["shared_bytes"] = shared_bytes
     source = _LaunchText("<launch>", json.dumps(data, indent=1))
     _check_shape(data, source)
     with in_cuda_terms(lambda: program.cuda_lines):
@@ -253,7 +251,7 @@ def launch_for_program(program: Program, grid, block, buffers: dict[str, list[in
 def _build(data: dict, source_path: str, program: Program, limits: MachineLimits,
            source: _LaunchText) -> Launch:
     grid_dims, block_dims = dims_of(data["grid"]), dims_of(data["block"])
-    grid, block = volume(grid_dims), volume(block_dims)
+    grid, block = count(grid_dims), count(block_dims)
     warps = grid * -(-block // limits.lanes)
     if warps > limits.warps:
         raise CapacityError(
@@ -301,9 +299,8 @@ def _windows(data: dict, program: Program, limits: MachineLimits, regions: list[
                          limits.memory_words, limits.param_words, limits.program_words,
                          limits.shared_words, limits.local_words)
     try:
-        return Windows.laid_out(first, volume(dims_of(data["grid"])),
-                                volume(dims_of(data["block"])), shared_words, local_words,
-                                shape)
+        return Windows.laid_out(first, count(data["grid"]), count(data["block"]), shared_words,
+                                local_words, shape)
     except CapacityError as error:
         raise CapacityError(error.message, source.loc("buffers"), source.text) from None
 
@@ -325,12 +322,9 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
     (`Program.assumptions`); a launch outside them would run unchecked, so it is refused."""
     values = {name: sum(word << (32 * index) for index, word in enumerate(words))
               for name, words in param_values.items()}
-    grid_dims, block_dims = dims_of(data["grid"]), dims_of(data["block"])
-    mismatch = launch_mismatch(program.geometry, program.shape_reads,
-                               Geometry.of(block_dims, grid_dims))
-    if mismatch is not None:
-        raise source.error(f"{mismatch[1]}: compile the kernel for this launch (a launch file "
-                           "does)", mismatch[0])
+    refused = shape_refusal(program, data)
+    if refused is not None:
+        raise source.error(*refused)
     for name, alignment in program.aligned_params.items():
         if values.get(name, 0) % alignment:
             raise source.error(f"this launch has parameter {readable(name)} = {values[name]}, "
@@ -339,7 +333,7 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
                                "this launch (a launch file does)", "args")
     if program.assumptions is None:
         return
-    broken = kept_to(program.assumptions, volume(block_dims), volume(grid_dims), values)
+    broken = kept_to(program.assumptions, count(data["block"]), count(data["grid"]), values)
     if broken is not None:
         raise source.error(f"this launch has {broken}, and the kernel's address checks were left "
                            "out on that ground: compile the kernel for this launch (a launch "
@@ -452,12 +446,8 @@ def _argument_words(param: ir.Param, arg, buffers: dict, addresses: dict[str, in
 
 # ---- running -------------------------------------------------------------------------------------
 
-TRAP_DESCRIPTIONS = {
-    Trap.BAD_OPCODE: "invalid instruction",
-    Trap.ADDRESS_RANGE: "address out of range",
-    Trap.MISALIGNED: "misaligned address",
-    Trap.BAD_OPERAND: "bad operand",
-}
+# What each trap is called: the spec's strings on its `enum Trap`.
+TRAP_DESCRIPTIONS = dict(TRAP_TEXTS)
 
 
 @dataclass
@@ -555,6 +545,22 @@ def run_launch_sim(launch: Launch, max_records: int = DEFAULT_MAX_RECORDS,
     return LaunchResult(launch, list(outcome.memory), outcome.records, trap)
 
 
+def _window_detail(launch: Launch, instruction: Instruction, code: int, address: int) -> str:
+    """A fault of a shared or local access (an offset into a window), or of a halfword
+    store, in those terms; "" for the others."""
+    space = getattr(instruction, "space", Space.GLOBAL)
+    if code == Trap.MISALIGNED and instruction.op == Op.ST_U16:
+        return f": byte address {address} is not a multiple of 2 (a 2-byte store)"
+    if code != Trap.ADDRESS_RANGE or space not in (Space.SHARED, Space.LOCAL):
+        return ""
+    if space == Space.SHARED:
+        words, what = launch.windows.shared_words, "the block's shared memory"
+    else:
+        words, what = launch.windows.local_words, "the thread's local memory"
+    return (f": {Space(space).name.lower()} address {address} (word {address // 4}) is past "
+            f"the {words} word{'s' if words != 1 else ''} of {what}")
+
+
 def describe_trap(launch: Launch, record_index: int, record: dict,
                   read_register=None, records: list[dict] | None = None) -> TrapInfo:
     """A readable account of the trap in `record`.  `read_register(warp, lane, r)` gives the
@@ -582,6 +588,7 @@ def describe_trap(launch: Launch, record_index: int, record: dict,
         detail = fault_detail(code, address, kernel_address, formed.size_bytes if formed else 4,
                               launch.limits.memory_words)
         address = address if kernel_address is None else kernel_address
+        detail = _window_detail(launch, instruction, code, address) or detail
     where = f"warp {warp}, lane {lane} ({thread_name(launch, warp, lane)}), pc {pc}: {text}"
     message = f"{kind}{detail}; in {where}"
     ptx_loc = slot.ptx_loc if slot else None

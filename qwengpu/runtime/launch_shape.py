@@ -10,7 +10,7 @@ lane's CUDA coordinates for messages and traces.
 
 from __future__ import annotations
 
-from qwengpu.ptx.geometry import Dims, dims_of, shown
+from qwengpu.ptx.geometry import Dims, Geometry, dims_of, launch_mismatch, shown, volume
 
 
 def _is_count(value) -> bool:
@@ -21,10 +21,31 @@ def shape_problem(value, key: str) -> str | None:
     """Why `value` is not a launch file's `grid`/`block`, or None."""
     if _is_count(value):
         return None
-    if isinstance(value, list) and 1 <= len(value) <= 3 and all(map(_is_count, value)):
+    if isinstance(value, (list, tuple)) and 1 <= len(value) <= 3 and \
+            all(map(_is_count, value)):
         return None
     return (f"{key!r} must be a positive integer or a list of 1 to 3 positive integers "
             f"([x, y, z]), not {value!r}")
+
+
+def count(value) -> int:
+    """The blocks of a `grid` (threads of a `block`), all dimensions together."""
+    return volume(dims_of(value))
+
+
+def launch_geometry(data: dict) -> Geometry:
+    """The shape of a launch file's grid and block, as the loader compiles for it."""
+    return Geometry.of(dims_of(data["block"]), dims_of(data["grid"]))
+
+
+def shape_refusal(program, data: dict) -> tuple[str, str] | None:
+    """(message, the key it is about) when a compiled `qwengpu.ptx.Program` cannot run a
+    launch of this shape: its special registers were computed for another."""
+    mismatch = launch_mismatch(program.geometry, program.shape_reads, launch_geometry(data))
+    if mismatch is None:
+        return None
+    part, why = mismatch
+    return f"{why}: compile the kernel for this launch (a launch file does)", part
 
 
 def coordinates(index: int, dims: Dims) -> Dims:
@@ -54,5 +75,5 @@ def thread_name(launch, warp: int, lane: int) -> str:
     return f"block {index_text(block, grid_dims)}, thread {index_text(thread, block_dims)}"
 
 
-__all__ = ["Dims", "coordinates", "dims_of", "index_text", "launch_dims", "shape_problem",
-           "shown", "thread_name"]
+__all__ = ["Dims", "coordinates", "count", "dims_of", "index_text", "launch_dims",
+           "launch_geometry", "shape_problem", "shape_refusal", "shown", "thread_name"]

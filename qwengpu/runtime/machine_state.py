@@ -29,7 +29,8 @@ from qwengpu.dsl.elaborate import elaborate_source, load_design
 from qwengpu.dsl.interp import Simulator, compile_step
 from qwengpu.dsl.netlist import Design
 from qwengpu.errors import CapacityError, HdlError, LaunchError, Location, UserError
-from qwengpu.isa import MASK32, MAX_LAUNCH_RECORDS, Instruction, Trap
+from qwengpu.isa import DEFAULT_ISA, MASK32, MAX_LAUNCH_RECORDS, Instruction, Trap
+from qwengpu.isa.machine import MachineIsa
 
 DEFAULT_SPEC = Path(qwengpu.__file__).resolve().parents[1] / "specs" / "qwengpu.hdl"
 DEFAULT_MAX_RECORDS = 1_000_000
@@ -75,10 +76,20 @@ class Machine:
         _check_launch_state(design, self.shape)
         _check_record_fields(design, self.shape)
         self._step = compile_step(design)
+        self._isa: MachineIsa | None = None
 
     def simulator(self) -> Simulator:
         """A fresh simulator in the reset state."""
         return Simulator(self.design, self._step)
+
+    @property
+    def isa(self) -> MachineIsa:
+        """The machine's instruction set, read from its spec (a spec whose opcodes carry no
+        assembly forms has the default machine's)."""
+        if self._isa is None:
+            self._isa = MachineIsa.from_design(self.design) \
+                if self.design.enum_texts.get("Op") else DEFAULT_ISA
+        return self._isa
 
 
 # The record fields the runtime reads (docs/isa.md, "Records"): launches, traps, `--trace`.
@@ -236,7 +247,7 @@ def new_simulator(machine: Machine | str | Path | None, program: Sequence[Instru
             f"holds {shape.warps} (WARPS); {grid * per_block - shape.warps} too many")
 
     sim = machine.simulator()
-    sim.load_memory("prog", [instruction.encode() for instruction in program])
+    sim.load_memory("prog", [instruction.encode(machine.isa) for instruction in program])
     sim.load_memory("mem", list(memory))
     sim.load_memory("params", list(params))
     for warp in range(grid * per_block):

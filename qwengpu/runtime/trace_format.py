@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator
 
-from qwengpu.isa import MASK32, Op
+from qwengpu.isa import MASK32, SERIAL, Op
 from qwengpu.runtime.launch import TRAP_DESCRIPTIONS, Launch
 from qwengpu.runtime.launch_shape import index_text, launch_dims
 from qwengpu.runtime.machine_state import signed_word
@@ -94,6 +94,23 @@ def format_record(index: int, record: dict[str, int], launch: Launch) -> list[st
         lines.append(f"{INDENT}branch not taken: lanes go on to {pc + 1}")
     if record["exited"]:
         lines.append(f"{INDENT}exit: lanes {lane_list(lanes_of(record['exited'], lanes))} finish")
+    lines += _cooperation(record, lanes)
+    return lines
+
+
+def _cooperation(record: dict[str, int], lanes: int) -> list[str]:
+    """What a barrier or a serial instruction did to the warps and lanes."""
+    lines = []
+    op = record["op"]
+    if record.get("released"):
+        lines.append(f"{INDENT}barrier released: every warp of the block goes on")
+    elif op == Op.BAR and record["exec"]:
+        lines.append(f"{INDENT}barrier: the warp waits for the others of its block")
+    if op in SERIAL and record["exec"]:
+        ran = lanes_of(record["exec"], lanes)
+        if len(ran) > 1:
+            lines.append(f"{INDENT}lane {ran[0]} ran it; lanes {lane_list(ran[1:])} run it "
+                         "later, in turn")
     return lines
 
 

@@ -17,6 +17,8 @@ from typing import Callable
 
 import pytest
 
+from qwengpu.isa import MASK32
+
 from qwengpu.errors import CapacityError, PtxError
 from qwengpu.ptx.compile import compile_kernel
 from qwengpu.ptx.parser import parse_ptx_file
@@ -323,10 +325,27 @@ def test_global_variables_are_laid_out_after_the_buffers():
 
 
 UNSUPPORTED = [
-    ("shared_memory", ".shared memory", "mov.u32"),
     ("local_array", ".local memory", "mov.u64"),
-    ("store_short", "16-bit stores", "st.global.u16"),
 ]
+
+
+def test_kernels_once_refused_for_shared_memory_and_short_stores_now_run():
+    """unsupported.cu's shared_memory and store_short, refused before the machine had shared
+    memory, barriers and sub-word stores, give what the CUDA source says."""
+    from qwengpu.runtime.launch import launch_for_program, run_launch_sim
+
+    module = parse_ptx_file(str(DATA / "unsupported.ptx"))
+    x = [5, -6, 7, 100]
+    shared = launch_for_program(compile_kernel(module, "shared_memory"), 1, 4, {"x": x}, ["x"])
+    assert run_launch_sim(shared).buffers["x"] == x[::-1]
+    halves = [3, -2, 30000, -1]             # four shorts in two words, low half first
+    words = [(halves[0] & 0xFFFF) | (halves[1] & 0xFFFF) << 16,
+             (halves[2] & 0xFFFF) | (halves[3] & 0xFFFF) << 16]
+    short = launch_for_program(compile_kernel(module, "store_short"), 1, 4, {"s": words}, ["s"])
+    got = [w & MASK32 for w in run_launch_sim(short).buffers["s"]]
+    seven = [((h * 7) + 0x8000) % 0x10000 - 0x8000 for h in halves]
+    assert got == [(seven[0] & 0xFFFF) | (seven[1] & 0xFFFF) << 16,
+                   (seven[2] & 0xFFFF) | (seven[3] & 0xFFFF) << 16]
 
 
 @pytest.mark.parametrize("kernel,message,line_start", UNSUPPORTED,
