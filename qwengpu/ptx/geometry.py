@@ -94,7 +94,7 @@ class Geometry:
 
     def describe(self, part: str) -> str:
         dims = self.dims(part)
-        return f"a 1-D {part}" if dims is None else f"{part} {shown(dims)}"
+        return f"a 1-D {part} (of any size)" if dims is None else f"{part} {shown(dims)}"
 
 
 def shape_reads(kernel: ir.Kernel) -> frozenset[str]:
@@ -121,16 +121,18 @@ def _register_names(operand) -> list[str]:
     return []
 
 
-def launch_mismatch(compiled: Geometry, reads: frozenset[str], launch: Geometry
+def launch_mismatch(compiled: Geometry, reads: frozenset[str], grid: Dims, block: Dims
                     ) -> tuple[str, str] | None:
-    """Which part ("block" or "grid") of a launch of shape `launch` code compiled for
+    """Which part ("block" or "grid") of a launch of this grid and block code compiled for
     `compiled` cannot run, and why (None: it can).  Only the parts its special registers
     read matter."""
+    launch = Geometry.of(block, grid)
     parts = set(reads) - {"nwarpid"} | ({"block"} if "nwarpid" in reads and
                                         compiled.block is not None else set())
     for part in ("block", "grid"):
         if part in parts and compiled.dims(part) != launch.dims(part):
-            return part, (f"this launch has {launch.describe(part)}, and the kernel was "
+            dims = block if part == "block" else grid
+            return part, (f"this launch has {part} {shown(dims)}, and the kernel was "
                           f"compiled for {compiled.describe(part)} (its thread and block "
                           "indices are computed from the shape)")
     return None

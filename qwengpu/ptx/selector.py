@@ -400,8 +400,8 @@ class Selector:
             if name in self.labels:
                 raise self.error(f"label {name} is not a value", operand)
             if name in self.module.functions or name in self.module.kernels:
-                raise self.error(f"{readable(name)} is a function; calls are not supported",
-                                 operand)
+                raise self.error(f"{readable(name)} is a function; its address (a function "
+                                 "pointer) is not supported, only calls by name", operand)
             raise self.error(f"unknown symbol {readable(name)}", operand)
         if variable.state_space == "shared":
             return variable

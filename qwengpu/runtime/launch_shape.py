@@ -41,7 +41,8 @@ def launch_geometry(data: dict) -> Geometry:
 def shape_refusal(program, data: dict) -> tuple[str, str] | None:
     """(message, the key it is about) when a compiled `qwengpu.ptx.Program` cannot run a
     launch of this shape: its special registers were computed for another."""
-    mismatch = launch_mismatch(program.geometry, program.shape_reads, launch_geometry(data))
+    mismatch = launch_mismatch(program.geometry, program.shape_reads, dims_of(data["grid"]),
+                               dims_of(data["block"]))
     if mismatch is None:
         return None
     part, why = mismatch
