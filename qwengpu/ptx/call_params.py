@@ -70,6 +70,8 @@ class _Lowering:
         self.storage = {name: variable for name, variable in kernel.variables.items()
                         if variable.state_space == "param"}
         self.temps = 0
+        self.out: list[ir.Instruction] = []        # what the statement at hand becomes
+        self.at: ir.Instruction | None = None      # the statement at hand
         accesses: dict[str, list[ir.Instruction]] = {name: [] for name in self.storage}
         for ins in kernel.body:
             if isinstance(ins, ir.Instruction) and (name := self._accessed(ins)) is not None:
@@ -130,20 +132,13 @@ class _Lowering:
                                  "address here, which QwenGPU does not support (its call "
                                  "parameters are registers once a call is inlined)", ins)
             return [ins]
-        self.out: list[ir.Instruction] = []
-        self.at = ins
+        self.out, self.at = [], ins
         variable = self.storage[name]
         type_name = _type_of(ins)
         width = ir.type_width(type_name)
         signed = ir.is_signed(type_name)
-        if ins.opcode == "st":
-            memory, value = ins.operands
-            values = [value] if _count(ins) == 1 else list(_elements(value, _count(ins), self,
-                                                                     ins))
-        else:
-            value, memory = ins.operands
-            values = [value] if _count(ins) == 1 else list(_elements(value, _count(ins), self,
-                                                                     ins))
+        memory, value = ins.operands if ins.opcode == "st" else reversed(ins.operands)
+        values = [value] if _count(ins) == 1 else list(_elements(value, _count(ins), self, ins))
         if name in self.whole:
             whole = self.register(f"{name}@v", f"b{8 * variable.size_bytes}", ins)
             if ins.opcode == "st":
