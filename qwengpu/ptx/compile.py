@@ -1,6 +1,7 @@
-"""The PTX loader pipeline: parse, select, optimise, allocate, assemble.
+"""The PTX loader pipeline: parse, inline, select, optimise, allocate, assemble.
 
     module  = parse_ptx(text)                       # qwengpu.ptx.parser
+    kernel  = inline_calls(module, kernel)          # qwengpu.ptx.inline (calls, .param)
     proven  = proven_accesses(kernel, facts, ...)   # qwengpu.ptx.ranges (checks not needed)
     code    = select_kernel(module, kernel, 4, proven)  # qwengpu.ptx.select (virtual code)
     optimize(code)                                  # qwengpu.ptx.optimize
@@ -24,6 +25,8 @@ from qwengpu.ptx.alignment import (aligned_accesses, buffer_alignment, needs_ali
                                    variable_alignment)
 from qwengpu.ptx.cuda_lines import CudaLines, in_cuda_terms, readable
 from qwengpu.ptx.explain import unrolled_loop_detail
+from qwengpu.ptx.geometry import fold_constant_specials, shape_reads
+from qwengpu.ptx.inline import inline_calls
 from qwengpu.ptx.nvcc import ptx_for_source
 from qwengpu.ptx.optimize import optimize, remove_branches_to_next
 from qwengpu.ptx.parser import parse_ptx
@@ -85,17 +88,20 @@ def compile_kernel(module: ir.Module, kernel_name: str | None,
 
 def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
              check_addresses: bool, facts: Facts | None) -> Program:
-    kernel = choose_kernel(module, kernel_name)
+    kernel = inline_calls(module, choose_kernel(module, kernel_name))
     name = readable(kernel.name)
     proven, assumed = None, None
     launch_facts = facts or default_facts(kernel, limits, module.address_size // 8)
+    kernel = fold_constant_specials(kernel, launch_facts.geometry.constants(limits.lanes))
     if check_addresses:
         proven, assumed = proven_accesses(kernel, launch_facts,
                                           set(module.variables) | set(kernel.variables))
     declared = {**module.variables, **kernel.variables}
     alignment = buffer_alignment(kernel)
+    geometry = launch_facts.geometry
     aligned, aligned_params = _alignment_proofs(kernel, launch_facts, alignment, declared)
-    code, used_variables = select_kernel(module, kernel, limits.lanes, proven, aligned)
+    code, used_variables = select_kernel(module, kernel, limits.lanes, proven, aligned,
+                                         geometry)
     changes = optimize(code)
     try:
         allocation = allocate(code, limits.registers, limits.predicates, name, kernel.loc,
@@ -126,7 +132,8 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
                    pointer_bytes=module.address_size // 8, assumptions=assumed,
                    cuda_lines=module.cuda_lines, buffer_alignment=alignment,
                    aligned_params=aligned_params, shared_bytes=shared.static_bytes,
-                   dynamic_shared=shared.dynamic)
+                   dynamic_shared=shared.dynamic, geometry=geometry,
+                   shape_reads=shape_reads(kernel))
 
 
 def _shared_memory(module: ir.Module, kernel: ir.Kernel, limits: MachineLimits):
@@ -153,10 +160,11 @@ def _alignment_proofs(kernel: ir.Kernel, facts: Facts, alignment: int, declared:
         return set(), {}                        # word accesses: the machine checks them
     aligned_params = _param_alignment(kernel, facts, alignment)
     variables = {name: variable_alignment(variable) for name, variable in declared.items()}
-    aligned = aligned_accesses(kernel, aligned_params, variables)
+    constants = facts.geometry.constants(facts.lanes)
+    aligned = aligned_accesses(kernel, aligned_params, variables, constants)
     for param in list(aligned_params):
         fewer = {name: value for name, value in aligned_params.items() if name != param}
-        if aligned_accesses(kernel, fewer, variables) >= aligned:
+        if aligned_accesses(kernel, fewer, variables, constants) >= aligned:
             aligned_params = fewer
     return aligned, aligned_params
 

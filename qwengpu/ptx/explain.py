@@ -1,7 +1,7 @@
 """What the loader refuses, explained in CUDA terms: the detail its messages add.
 
 - `call_detail`: a `call` through a register is an indirect call (a function pointer, a
-  virtual function); a direct one names the device function, demangled.
+  virtual function), which cannot be inlined (`qwengpu.ptx.inline` inlines direct ones).
 - `dot_product_detail`: nvcc writes `dp4a`/`dp2a` for a byte (or halfword) dot product it
   recognises in C code, or for the `__dp4a` intrinsic; the message names the C line.  nvcc
   often files the instruction under the line of the loads before it, so the line named is the
@@ -24,23 +24,17 @@ import re
 
 from qwengpu.errors import Location
 from qwengpu.ptx import cfg, ir
-from qwengpu.ptx.cuda_lines import CudaLines, readable
+from qwengpu.ptx.cuda_lines import CudaLines
 
 _LOOP_HEADER = re.compile(r"^\s*(?:\}\s*)?(for|while)\s*\(|^\s*do\b")
 _ROLLED = re.compile(r"#\s*pragma\s+unroll\s+1\b")
 
 
 def call_detail(ins: ir.Instruction) -> str:
-    """Why a `call` cannot run: its target, in C++ terms."""
-    target = next((operand for operand in ins.operands
-                   if not isinstance(operand, ir.OperandList)), None)
-    if isinstance(target, ir.Register):
-        return ("indirect calls (function pointers, virtual functions) are not supported by "
-                "QwenGPU, which has no calls: call the function by its name, so that nvcc can "
-                "inline it")
-    callee = f" of {readable(target.name)}" if isinstance(target, ir.Symbol) else ""
-    return (f"'{ins.full_opcode}' is not supported by QwenGPU: a call{callee}, and QwenGPU has "
-            "no calls; mark device functions __forceinline__")
+    """Why a call through a register (`call (r), %rd1, (a), prototype`) cannot run."""
+    return ("indirect calls (function pointers, virtual functions) are not supported by "
+            "QwenGPU, which has no call instruction: call the function by its name, and the "
+            "loader inlines it (qwengpu/ptx/inline.py)")
 
 
 def dot_product_detail(kernel: ir.Kernel, ins: ir.Instruction, lines: CudaLines | None

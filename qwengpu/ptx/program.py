@@ -14,6 +14,7 @@ from qwengpu.errors import Location, PtxError
 from qwengpu.isa import MASK32, MEM_WORDS, PARAM_WORDS, PREDS, PROG_WORDS, REGS, WARPS, LANES
 from qwengpu.isa import Instruction
 from qwengpu.ptx import ir
+from qwengpu.ptx.geometry import Geometry
 from qwengpu.ptx.ranges import Facts
 from qwengpu.ptx.vcode import SymbolRef
 
@@ -104,6 +105,11 @@ class Program:
     shared_bytes: int = 0
     dynamic_shared: bool = False
     local_bytes: int = 0
+    # the launch shape the special registers were computed for, and the parts of it
+    # ("block", "grid") the kernel reads: a launch must have that shape there
+    # (`qwengpu.ptx.geometry.launch_mismatch`)
+    geometry: Geometry = Geometry()
+    shape_reads: frozenset[str] = frozenset()
 
     def __len__(self) -> int:
         return len(self.slots)

@@ -13,19 +13,22 @@ from qwengpu.isa import LANES
 from qwengpu.ptx import ir
 from qwengpu.ptx import (select_extended, select_integer, select_memory,  # noqa: F401
                          select_threads, select_wide)
+from qwengpu.ptx.geometry import Geometry
 from qwengpu.ptx.selector import Selector
 from qwengpu.ptx.vcode import VInstr, VLabel
 
 
 def select_kernel(module: ir.Module, kernel: ir.Kernel, lanes: int = LANES,
                   proven_addresses: set[int] | None = None,
-                  aligned_accesses: set[int] | None = None
+                  aligned_accesses: set[int] | None = None, geometry: Geometry = Geometry()
                   ) -> tuple[list[VInstr | VLabel], set[str]]:
     """Virtual code for one kernel, and the memory variables it uses.  An access through a
     64-bit address traps when the address's high word is not 0, unless its instruction's
     `id()` is in `proven_addresses` (`qwengpu.ptx.ranges`); None: no access is checked.  An
     access wider than a word traps when it is not naturally aligned, unless its `id()` is in
-    `aligned_accesses` (`qwengpu.ptx.alignment`; None: every such access is checked)."""
-    selector = Selector(module, kernel, lanes, proven_addresses, aligned_accesses)
+    `aligned_accesses` (`qwengpu.ptx.alignment`; None: every such access is checked).
+    `geometry` is the launch shape the special registers are computed for
+    (`qwengpu.ptx.geometry`; default: a 1-D block and grid of any size)."""
+    selector = Selector(module, kernel, lanes, proven_addresses, aligned_accesses, geometry)
     code = selector.run()
     return code, selector.used_variables

@@ -27,6 +27,8 @@ from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_m
 from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
+from qwengpu.runtime.launch_shape import (Dims, count, dims_of, launch_geometry, shape_problem,
+                                          shape_refusal, shown, thread_name)
 from qwengpu.runtime.trap_address import fault_detail, formed_address
 from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, MachineShape,
                                            Windows, load_machine, new_simulator,
@@ -57,8 +59,8 @@ class Launch:
 
     source_path: str
     kernel: str
-    grid: int
-    block: int
+    grid: int                     # blocks, all dimensions together (the machine's nctaid)
+    block: int                    # threads a block (its ntid)
     program: Program
     instructions: list[Instruction]
     memory: list[int]
@@ -67,6 +69,8 @@ class Launch:
     limits: MachineLimits = field(default_factory=MachineLimits)
     launch_path: str | None = None
     windows: Windows = field(default_factory=Windows)     # shared and local memory
+    grid_dims: Dims | None = None     # the grid and block as CUDA's dim3 (x, y, z); None:
+    block_dims: Dims | None = None    # (grid, 1, 1) and (block, 1, 1)
 
     @property
     def warps_per_block(self) -> int:
@@ -97,7 +101,7 @@ class Launch:
         return None
 
     def thread_of(self, warp: int, lane: int) -> tuple[int, int]:
-        """(blockIdx.x, threadIdx.x) of a lane."""
+        """(block, thread in block) of a lane, as flat indices (x fastest)."""
         return warp // self.warps_per_block, (warp % self.warps_per_block) * self.limits.lanes \
             + lane
 
@@ -186,8 +190,9 @@ def _launch_facts(data: dict, module: ir.Module, limits: MachineLimits) -> Facts
         if _is_int(arg) and not param.is_array:
             value = arg & ((1 << (8 * param.size_bytes)) - 1)
             params[param.name] = (value, value)
-    return replace(general, block=(data["block"], data["block"]),
-                   grid=(data["grid"], data["grid"]), params=params)
+    block, grid = count(data["block"]), count(data["grid"])
+    return replace(general, block=(block, block), grid=(grid, grid), params=params,
+                   geometry=launch_geometry(data))
 
 
 def _is_int(value) -> bool:
@@ -212,8 +217,8 @@ def _check_shape(data, source: _LaunchText):
         if not isinstance(data[key], str) or not data[key]:
             raise source.error(f"{key!r} must be a non-empty string", key)
     for key in ("grid", "block"):
-        if not _is_int(data[key]) or data[key] < 1:
-            raise source.error(f"{key!r} must be a positive integer, not {data[key]!r}", key)
+        if (problem := shape_problem(data[key], key)) is not None:
+            raise source.error(problem, key)
     buffers = data["buffers"]
     if not isinstance(buffers, dict):
         raise source.error("'buffers' must be an object: name -> list of integers", "buffers")
@@ -228,11 +233,11 @@ def _check_shape(data, source: _LaunchText):
         raise source.error("'args' must be a list (buffer names and integers)", "args")
 
 
-def launch_for_program(program: Program, grid: int, block: int, buffers: dict[str, list[int]],
+def launch_for_program(program: Program, grid, block, buffers: dict[str, list[int]],
                        args: list, limits: MachineLimits | None = None,
                        shared_bytes: int = 0) -> Launch:
-    """A launch of an already compiled kernel (the Python API behind launch files);
-    `shared_bytes` is its extern shared memory (CUDA's third launch parameter)."""
+    """A launch of an already compiled kernel (the Python API behind launch files); `grid`
+    and `block` are numbers or (x, y, z), `shared_bytes` its extern shared memory."""
     data = {"source": program.ptx_path, "kernel": program.kernel, "grid": grid,
             "block": block, "buffers": buffers, "args": args}
     if shared_bytes:
@@ -245,13 +250,14 @@ def launch_for_program(program: Program, grid: int, block: int, buffers: dict[st
 
 def _build(data: dict, source_path: str, program: Program, limits: MachineLimits,
            source: _LaunchText) -> Launch:
-    grid, block = data["grid"], data["block"]
+    grid_dims, block_dims = dims_of(data["grid"]), dims_of(data["block"])
+    grid, block = count(grid_dims), count(block_dims)
     warps = grid * -(-block // limits.lanes)
     if warps > limits.warps:
         raise CapacityError(
-            f"the launch needs {warps} warps (grid {grid} x ceil({block} / {limits.lanes}) "
-            f"threads per warp), but QwenGPU has {limits.warps}", source.loc("grid"),
-            source.text)
+            f"the launch needs {warps} warps (grid {shown(grid_dims)} x ceil("
+            f"{shown(block_dims)} / {limits.lanes}) threads per warp), but QwenGPU has "
+            f"{limits.warps}", source.loc("grid"), source.text)
     regions = _layout(data["buffers"], program, limits, source)
     addresses = {region.name: region.base_address for region in regions}
     memory = [0] * limits.memory_words
@@ -271,7 +277,7 @@ def _build(data: dict, source_path: str, program: Program, limits: MachineLimits
                   program=program, instructions=program.link(addresses), memory=memory,
                   params=params, regions=regions, limits=limits,
                   launch_path=source.path if source.path != "<launch>" else None,
-                  windows=windows)
+                  windows=windows, grid_dims=grid_dims, block_dims=block_dims)
 
 
 def _windows(data: dict, program: Program, limits: MachineLimits, regions: list[Region],
@@ -293,8 +299,8 @@ def _windows(data: dict, program: Program, limits: MachineLimits, regions: list[
                          limits.memory_words, limits.param_words, limits.program_words,
                          limits.shared_words, limits.local_words)
     try:
-        return Windows.laid_out(first, data["grid"], data["block"], shared_words, local_words,
-                                shape)
+        return Windows.laid_out(first, count(data["grid"]), count(data["block"]), shared_words,
+                                local_words, shape)
     except CapacityError as error:
         raise CapacityError(error.message, source.loc("buffers"), source.text) from None
 
@@ -316,6 +322,9 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
     (`Program.assumptions`); a launch outside them would run unchecked, so it is refused."""
     values = {name: sum(word << (32 * index) for index, word in enumerate(words))
               for name, words in param_values.items()}
+    refused = shape_refusal(program, data)
+    if refused is not None:
+        raise source.error(*refused)
     for name, alignment in program.aligned_params.items():
         if values.get(name, 0) % alignment:
             raise source.error(f"this launch has parameter {readable(name)} = {values[name]}, "
@@ -324,7 +333,7 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
                                "this launch (a launch file does)", "args")
     if program.assumptions is None:
         return
-    broken = kept_to(program.assumptions, data["block"], data["grid"], values)
+    broken = kept_to(program.assumptions, count(data["block"]), count(data["grid"]), values)
     if broken is not None:
         raise source.error(f"this launch has {broken}, and the kernel's address checks were left "
                            "out on that ground: compile the kernel for this launch (a launch "
@@ -580,7 +589,7 @@ def describe_trap(launch: Launch, record_index: int, record: dict,
                               launch.limits.memory_words)
         address = address if kernel_address is None else kernel_address
         detail = _window_detail(launch, instruction, code, address) or detail
-    where = (f"warp {warp}, lane {lane} (block {block}, thread {thread}), pc {pc}: {text}")
+    where = f"warp {warp}, lane {lane} ({thread_name(launch, warp, lane)}), pc {pc}: {text}"
     message = f"{kind}{detail}; in {where}"
     ptx_loc = slot.ptx_loc if slot else None
     lines = launch.program.cuda_lines

@@ -17,6 +17,7 @@ from typing import Iterable, Iterator
 
 from qwengpu.isa import MASK32, SERIAL, Op
 from qwengpu.runtime.launch import TRAP_DESCRIPTIONS, Launch
+from qwengpu.runtime.launch_shape import index_text, launch_dims
 from qwengpu.runtime.machine_state import signed_word
 
 INDENT = " " * 5
@@ -58,7 +59,8 @@ def format_record(index: int, record: dict[str, int], launch: Launch) -> list[st
         if cuda is not None:  # PTX made with -lineinfo says which CUDA line it came from
             where += f"  ({os.path.basename(cuda.file)}:{cuda.line})"
     block, _ = launch.thread_of(record["warp"], 0)
-    warp = f"warp {record['warp']}" + (f" (block {block})" if launch.grid > 1 else "")
+    block_name = index_text(block, launch_dims(launch)[0])
+    warp = f"warp {record['warp']}" + (f" (block {block_name})" if launch.grid > 1 else "")
     head = (f"#{index:<4d}{warp}  pc {pc:<3d} "
             f"active {mask_text(record['active'], lanes)}  "
             f"exec {mask_text(record['exec'], lanes)}  {text:<22s}{where}")

@@ -13,7 +13,12 @@ from address 0, each at a multiple of the widest access of the kernel (docs/laun
 
 Threads are independent in the kernels it is meant for (no shared memory, no barriers, no
 warp operations, each thread writes only its own words), so running them in sequence gives
-what a GPU gives.  Anything it does not understand, a register read before it is written, a
+what a GPU gives.  Grids and blocks may have up to 3 dimensions (`grid=[2, 2]`): threads
+are numbered as CUDA numbers them, and `%tid`, `%ntid`, `%ctaid`, `%nctaid` have `.x`, `.y`
+and `.z`.  A `call` of a `.func` of the text runs it as a call, with a stack: the callee
+gets registers of its own and its parameters' values, `st.param`/`ld.param` move values
+through each frame's parameter space, and `ret` returns (the loader inlines calls
+instead, so the two meet only at the results).  Anything it does not understand, a register read before it is written, a
 bad address and a thread that runs past `step_limit` steps are `PtxReferenceError`s: the
 shrinker of the fuzz tests relies on that to throw away kernels that stopped being valid.
 
@@ -27,7 +32,9 @@ import re
 from dataclasses import dataclass, field
 
 DEFAULT_STEP_LIMIT = 10_000
-SPECIAL_REGISTERS = ("%tid.x", "%ntid.x", "%ctaid.x", "%nctaid.x")
+SPECIAL_REGISTERS = tuple(f"%{kind}.{axis}" for kind in ("tid", "ntid", "ctaid", "nctaid")
+                          for axis in "xyz")
+MAX_CALL_DEPTH = 16
 
 
 class PtxReferenceError(Exception):
@@ -96,6 +103,7 @@ class Instruction:
     line: int
     guard: str | None = None            # a predicate register name
     guard_negated: bool = False
+    call: tuple | None = None           # (result names, function, argument names) of a call
 
     @property
     def parts(self) -> list[str]:
@@ -115,16 +123,22 @@ class Instruction:
 
 @dataclass
 class Kernel:
+    """The `.entry` (or a `.func`: `returns` names its return parameters)."""
+
     name: str
     params: list[tuple[str, str]]       # (name, type such as "u64")
     instructions: list[Instruction] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)   # label -> index of the next instruction
+    returns: list[str] = field(default_factory=list)
+    functions: dict[str, "Kernel"] = field(default_factory=dict)   # the entry's: every .func
 
 
-ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.S)
+HEADER = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)|"
+                    r"\.func\s*(?:\(([^)]*)\))?\s*([\w$]+)\s*\(([^)]*)\)", re.S)
 PARAM = re.compile(r"\.param\s+\.(\w+)\s+([\w$]+)")
 LABEL = re.compile(r"^([\w$]+):$")
 GUARD = re.compile(r"^@(!?)(%\w+)\s+")
+CALL = re.compile(r"^call(?:\.uni)?\s*(?:\(([^)]*)\)\s*,)?\s*([\w$]+)\s*(?:,\s*\(([^)]*)\))?$")
 
 
 def strip_comment(line: str) -> str:
@@ -132,14 +146,35 @@ def strip_comment(line: str) -> str:
 
 
 def parse_kernel(text: str) -> Kernel:
-    """The single `.entry` of `text`: its parameters, instructions and labels."""
-    entry = ENTRY.search(text)
-    if entry is None:
+    """The single `.entry` of `text`: its parameters, instructions and labels, with every
+    `.func` of the text in `functions`."""
+    headers = list(HEADER.finditer(text))
+    entries = [header for header in headers if header.group(1)]
+    if not entries:
         raise PtxReferenceError("no .entry in the PTX text")
-    params = [(match.group(2), match.group(1)) for match in PARAM.finditer(entry.group(2))]
-    kernel = Kernel(entry.group(1), params)
-    start_line = text.count("\n", 0, entry.end()) + 1
-    lines = text[entry.end():].split("\n")
+    kernel = None
+    functions = {}
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+        if header.group(1):
+            function = Kernel(header.group(1), _params(header.group(2)))
+            kernel = kernel or function
+        else:
+            function = Kernel(header.group(4), _params(header.group(5)),
+                              returns=[name for name, _ in _params(header.group(3) or "")])
+            functions[function.name] = function
+        _parse_body(function, text, header.end(), end)
+    kernel.functions = functions
+    return kernel
+
+
+def _params(text: str) -> list[tuple[str, str]]:
+    return [(match.group(2), match.group(1)) for match in PARAM.finditer(text)]
+
+
+def _parse_body(kernel: Kernel, text: str, start: int, end: int):
+    start_line = text.count("\n", 0, start) + 1
+    lines = text[start:end].split("\n")
     for offset, raw in enumerate(lines):
         line = strip_comment(raw)
         number = start_line + offset
@@ -152,7 +187,6 @@ def parse_kernel(text: str) -> Kernel:
         if not line.endswith(";"):
             raise PtxReferenceError(f"line {number}: expected an instruction ending in ';': {line}")
         kernel.instructions.append(parse_instruction(line[:-1].strip(), number))
-    return kernel
 
 
 def parse_instruction(text: str, number: int) -> Instruction:
@@ -161,6 +195,12 @@ def parse_instruction(text: str, number: int) -> Instruction:
     if match:
         negated, guard = match.group(1) == "!", match.group(2)
         text = text[match.end():]
+    call = CALL.match(text)
+    if call:
+        names = [[name.strip() for name in (group or "").split(",") if name.strip()]
+                 for group in (call.group(1), call.group(3))]
+        return Instruction("call", [], number, guard, negated,
+                           call=(names[0], call.group(2), names[1]))
     opcode, _, rest = text.partition(" ")
     operands = [operand.strip() for operand in rest.split(",")] if rest.strip() else []
     return Instruction(opcode, operands, number, guard, negated)
@@ -183,6 +223,8 @@ class Thread:
     def __init__(self, special: dict[str, int]):
         self.special = special
         self.registers: dict[str, int] = {}
+        self.param_space: dict[str, int] = {}     # the running function's .param variables
+        self.steps = 0
 
     def read(self, operand: str, width: int, instruction: Instruction) -> int:
         if operand in self.special:
@@ -234,12 +276,15 @@ class Machine:
         return address
 
     def run_thread(self, thread: Thread):
-        instructions, pc, steps = self.kernel.instructions, 0, 0
+        self.run_function(self.kernel, thread, 0)
+
+    def run_function(self, function: Kernel, thread: Thread, depth: int):
+        instructions, pc = function.instructions, 0
         while True:
             if pc >= len(instructions):
                 raise PtxReferenceError("a thread ran past the last instruction without ret")
-            steps += 1
-            if steps > self.step_limit:
+            thread.steps += 1
+            if thread.steps > self.step_limit:
                 raise StepLimitExceeded(f"a thread ran more than {self.step_limit} steps "
                                         f"(at line {instructions[pc].line}): an endless loop?")
             instruction = instructions[pc]
@@ -249,23 +294,65 @@ class Machine:
                 continue
             if instruction.opcode == "ret":
                 return
+            if instruction.opcode == "call":
+                self.call(instruction, thread, depth)
+                continue
             if instruction.parts[0] == "bra":
                 target = instruction.operands[0]
-                if target not in self.kernel.labels:
+                if target not in function.labels:
                     raise instruction.fail(f"unknown label {target}")
-                pc = self.kernel.labels[target]
+                pc = function.labels[target]
                 continue
             self.execute(instruction, thread)
+
+    def call(self, instruction: Instruction, thread: Thread, depth: int):
+        """A call with a stack: the callee runs with registers of its own, its parameters
+        holding the values of the caller's argument variables; its return parameters' values
+        land in the caller's result variables."""
+        results, name, args = instruction.call
+        callee = self.kernel.functions.get(name)
+        if callee is None:
+            raise instruction.fail(f"no function {name}")
+        if depth >= MAX_CALL_DEPTH:
+            raise instruction.fail(f"calls nest deeper than {MAX_CALL_DEPTH}")
+        if len(args) != len(callee.params) or len(results) > len(callee.returns):
+            raise instruction.fail(f"{name} takes {len(callee.params)} arguments")
+        for arg in args:
+            if arg not in thread.param_space:
+                raise instruction.fail(f"argument {arg} is not set")
+        frame = {formal: thread.param_space[arg]
+                 for (formal, _), arg in zip(callee.params, args)}
+        saved = thread.registers, thread.param_space
+        thread.registers, thread.param_space = {}, frame
+        self.run_function(callee, thread, depth + 1)
+        returned = thread.param_space
+        thread.registers, thread.param_space = saved
+        for result, formal in zip(results, callee.returns):
+            if formal not in returned:
+                raise instruction.fail(f"{name} returned without setting {formal}")
+            thread.param_space[result] = returned[formal]
+
+    def param_name(self, operand: str, instruction: Instruction) -> str:
+        match = re.fullmatch(r"\[\s*([\w$]+)\s*(?:\+\s*0\s*)?\]", operand)
+        if match is None:
+            raise instruction.fail(f"cannot read parameter address {operand!r}")
+        return match.group(1)
 
     def execute(self, instruction: Instruction, thread: Thread):
         parts, ops = instruction.parts, instruction.operands
         name, word = parts[0], instruction.type_name in ("u32", "b32", "s32")
         double = instruction.type_name in ("u64", "b64", "s64")
         if name == "ld" and parts[1] == "param":
-            param = ops[1].strip("[] ")
+            param = self.param_name(ops[1], instruction)
+            if param in thread.param_space:
+                thread.write(ops[0], thread.param_space[param], instruction.width)
+                return
             if param not in self.params:
                 raise instruction.fail(f"no parameter {param}")
             thread.write(ops[0], self.params[param], instruction.width)
+        elif name == "st" and parts[1] == "param":
+            param = self.param_name(ops[0], instruction)
+            thread.param_space[param] = thread.read(ops[1], instruction.width, instruction)
         elif name == "ld" and parts[1] == "global" and word:
             thread.write(ops[0], self.memory[self.address(ops[1], thread, instruction)])
         elif name == "st" and parts[1] == "global" and word:
@@ -340,25 +427,42 @@ def layout(buffers: dict[str, list[int]], alignment: int = 4
     return memory, addresses
 
 
-def run_ptx(text: str, grid: int, block: int, buffers: dict[str, list[int]], args: list,
+def dim3(shape) -> tuple[int, int, int]:
+    """A grid or block (a number, or a list of 1 to 3) as (x, y, z)."""
+    numbers = [shape] if isinstance(shape, int) else list(shape)
+    return tuple(numbers + [1] * (3 - len(numbers)))
+
+
+def indices(shape: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    """Every (x, y, z) of a shape, in CUDA's order: x fastest."""
+    return [(x, y, z) for z in range(shape[2]) for y in range(shape[1]) for x in range(shape[0])]
+
+
+def run_ptx(text: str, grid, block, buffers: dict[str, list[int]], args: list,
             step_limit: int = DEFAULT_STEP_LIMIT) -> dict[str, list[int]]:
-    """Run every thread of the launch; the buffers afterwards, as unsigned 32-bit words."""
+    """Run every thread of the launch (a grid and block of 1 to 3 dimensions); the buffers
+    afterwards, as unsigned 32-bit words."""
     kernel = parse_kernel(text)
     if len(args) != len(kernel.params):
         raise PtxReferenceError(f"kernel {kernel.name} takes {len(kernel.params)} arguments, "
                                 f"got {len(args)}")
     wide = any(instruction.parts[:2] in (["ld", "global"], ["st", "global"])
-               and instruction.width == 64 for instruction in kernel.instructions)
+               and instruction.width == 64
+               for function in (kernel, *kernel.functions.values())
+               for instruction in function.instructions)
     memory, addresses = layout(buffers, 8 if wide else 4)
     params = {}
     for (name, type_name), arg in zip(kernel.params, args):
         value = addresses[arg] if isinstance(arg, str) else arg
         params[name] = value & mask(int(type_name[1:]))
     machine = Machine(kernel, memory, params, step_limit)
-    for block_index in range(grid):
-        for thread_index in range(block):
-            special = {"%tid.x": thread_index, "%ntid.x": block, "%ctaid.x": block_index,
-                       "%nctaid.x": grid}
+    grid, block = dim3(grid), dim3(block)
+    for block_index in indices(grid):
+        for thread_index in indices(block):
+            special = {}
+            for kind, values in (("tid", thread_index), ("ntid", block),
+                                 ("ctaid", block_index), ("nctaid", grid)):
+                special.update({f"%{kind}.{axis}": value for axis, value in zip("xyz", values)})
             machine.run_thread(Thread(special))
     return {name: [memory[addresses[name] + 4 * i] for i in range(len(values))]
             for name, values in buffers.items()}

@@ -160,7 +160,7 @@ def test_a_launch_outside_the_alignment_the_code_assumes_is_refused():
 def _every_access_aligned(monkeypatch):
     """Compile as if the analysis proved every access aligned: the code without checks."""
     monkeypatch.setattr(compile_module, "aligned_accesses",
-                        lambda kernel, params, variables: {
+                        lambda kernel, params, variables, *constants: {
                             id(ins) for ins in kernel.body
                             if isinstance(ins, ir.Instruction) and needs_alignment_check(ins)})
 

@@ -326,7 +326,6 @@ def test_global_variables_are_laid_out_after_the_buffers():
 
 UNSUPPORTED = [
     ("local_array", ".local memory", "mov.u64"),
-    ("calls", "'call.uni' is not supported", "call.uni"),
 ]
 
 

@@ -115,10 +115,15 @@ def test_malformed_ptx_is_located(line, line_number, message):
 
 def test_a_function_with_register_parameters_parses():
     """`.func (.reg .b32 r) f(.reg .b32 x)` is legal PTX (hand-written and other compilers'):
-    it parses; only a call to it is refused (in the selector, in words)."""
+    it parses, with its parameters in `params` and `returns` (tests/ptx/test_ptx_calls.py
+    inlines calls of such functions)."""
     module = parse_ptx(HEADER + ".func (.reg .b32 result) twice(.reg .b32 x, .param .u32 y)\n"
                        "{ add.u32 result, x, x; ret; }\n.entry k() { ret; }\n")
     assert set(module.functions) == {"twice"} and set(module.kernels) == {"k"}
+    twice = module.functions["twice"]
+    assert [(p.name, p.space) for p in twice.params] == [("x", "reg"), ("y", "param")]
+    assert [(p.name, p.space) for p in twice.returns] == [("result", "reg")]
+    assert twice.registers["result"] == "b32" and twice.registers["x"] == "b32"
 
 
 def test_unterminated_kernel():

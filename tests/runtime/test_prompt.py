@@ -10,6 +10,7 @@ tests/trace/test_trace_prompt.py.
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -52,7 +53,8 @@ def replay(ids, protocol):
 
 
 def expected_state(launch_file: dict, instructions) -> dict:
-    grid, block = launch_file["grid"], launch_file["block"]
+    grid, block = (shape if isinstance(shape, int) else math.prod(shape)
+                   for shape in (launch_file["grid"], launch_file["block"]))
     memory = [0] * 126
     words = [value % 2**32 for values in launch_file["buffers"].values() for value in values]
     memory[:len(words)] = words
