@@ -58,12 +58,14 @@ class FormedAddressSlots:
 class ProgramSlot:
     """One instruction slot: the instruction, the variable address its immediate still needs
     (or None), the PTX instruction it implements, and for an access whose address a check
-    altered, where the address the kernel formed is found."""
+    altered, where the address the kernel formed is found; `note` marks the register
+    allocator's spill code."""
 
     instruction: Instruction
     relocation: SymbolRef | None
     origin: ir.Instruction | None
     formed: FormedAddressSlots | None = None
+    note: str = ""                  # spill code: `spill %r5`, `reload %r5` (`ptx/spill.py`)
 
     @property
     def ptx_loc(self) -> Location | None:
@@ -134,5 +136,7 @@ class Program:
         lines = []
         for index, (slot, instruction) in enumerate(zip(self.slots, instructions)):
             where = f"line {slot.ptx_loc.line}" if slot.ptx_loc else ""
-            lines.append(f"{index:3d}  {str(instruction):32s} ; {where:9s} {slot.ptx_text}")
+            note = f"  [{slot.note}]" if slot.note else ""
+            lines.append(f"{index:3d}  {str(instruction):32s} ; {where:9s} {slot.ptx_text}"
+                         f"{note}")
         return "\n".join(lines)

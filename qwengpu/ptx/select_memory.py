@@ -23,12 +23,14 @@ from qwengpu.ptx.vcode import (ZERO, FormedAddress, LabelRef, ParamRef, Source, 
 _ORDERING_AND_CACHE = {"ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt", "volatile", "weak",
                        "relaxed", "acquire", "release", "cta", "gpu", "sys", "cluster"}
 _MEMORY_SPACES = {"global", "const", "param", "shared", "local", "tex"}
+# Lowerings of other spaces' accesses, by (opcode, space): `select_local` adds .local's.
+SPACE_LOWERINGS: dict = {}
 
 
 def _space(sel: Selector, ins: ir.Instruction) -> str:
     spaces = [modifier for modifier in ins.modifiers if modifier in _MEMORY_SPACES]
     space = spaces[0] if spaces else "global"  # generic addresses are global ones here
-    if space in ("shared", "local", "tex"):
+    if space in ("shared", "tex"):
         raise sel.unsupported(ins, f".{space} memory, which QwenGPU does not have "
                                    "(all data lives in the 126 words of global memory)")
     return space
@@ -152,6 +154,8 @@ def _offset(offset: int | SymbolRef, extra: int) -> int | SymbolRef:
 def lower_ld(sel: Selector, ins: ir.Instruction):
     _check_memory_modifiers(sel, ins)
     space = _space(sel, ins)
+    if ("ld", space) in SPACE_LOWERINGS:
+        return SPACE_LOWERINGS["ld", space](sel, ins)
     type_name = sel.type_of(ins)
     if type_name == "pred":
         raise sel.unsupported(ins, "loading a predicate")
@@ -275,6 +279,8 @@ def _load_param(sel: Selector, ins: ir.Instruction, destination, source, width: 
 def lower_st(sel: Selector, ins: ir.Instruction):
     _check_memory_modifiers(sel, ins)
     space = _space(sel, ins)
+    if ("st", space) in SPACE_LOWERINGS:
+        return SPACE_LOWERINGS["st", space](sel, ins)
     type_name = sel.type_of(ins)
     destination, source = sel.operands(ins, 2)
     if space == "param":
@@ -309,7 +315,8 @@ def lower_st(sel: Selector, ins: ir.Instruction):
 def lower_cvta(sel: Selector, ins: ir.Instruction):
     """Generic and global (and const) addresses are the same numbers on QwenGPU."""
     sel.check_modifiers(ins, {"to", "global", "const", "param", "shared", "local"})
-    _space(sel, ins)
+    if ("cvta", _space(sel, ins)) in SPACE_LOWERINGS:
+        return SPACE_LOWERINGS["cvta", _space(sel, ins)](sel, ins)
     type_name = sel.type_of(ins, {"u32", "u64"})
     destination, source = sel.operands(ins, 2)
     if type_name == "u64":

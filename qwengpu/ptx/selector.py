@@ -28,6 +28,7 @@ from qwengpu.isa import LANES, MASK32, Cmp, Op, Special
 from qwengpu.ptx import fold, ir
 from qwengpu.ptx.cuda_lines import readable
 from qwengpu.ptx.explain import call_detail, dot_product_detail
+from qwengpu.ptx.local_memory import local_layout
 from qwengpu.ptx.vcode import TRUE, ZERO, Source, SymbolRef, VInstr, VLabel, VPred, VReg
 
 Handler = Callable[["Selector", ir.Instruction], None]
@@ -81,6 +82,7 @@ class Selector:
         self.guard: VPred = TRUE
         self.guard_negated = False
         self.used_variables: set[str] = set()
+        self.local = local_layout(module, kernel)     # offsets of the .local variables
 
     # ---- driver -----------------------------------------------------------------------------
 
@@ -390,6 +392,8 @@ class Selector:
         name = operand.name
         if name in self.constant_symbols:
             return self.constant_symbols[name]
+        if name in self.local.offsets:           # an address in the .local space
+            return self.local.offsets[name]
         self.memory_variable(operand)
         return SymbolRef(name)
 
@@ -486,9 +490,6 @@ def _state_space_message(variable: ir.Variable) -> str:
     if space == "shared":
         return (f"{name} is in .shared memory, which QwenGPU does not have "
                 "(all data lives in the 126 words of global memory)")
-    if space == "local":
-        return (f"{name} is per-thread .local memory (a stack array), which QwenGPU "
-                "does not have; keep arrays in global buffers or let nvcc put them in registers")
     if space == "param":
         return f"{name} is a call parameter; function calls are not supported"
     return f"{name} is in .{space} memory, which QwenGPU does not have"

@@ -80,7 +80,10 @@ def run_ptx(ptx: str, buffers: dict[str, list[int]], args: list, grid: int = 1,
     program = compile_ptx(ptx, kernel)
     launch = launch_for_program(program, grid, block, buffers, args)
     result = run_launch_sim(launch)
-    model = run_model(launch.instructions, launch.memory, launch.params, grid, block)
+    model = run_model(launch.instructions, launch.memory, launch.params, grid, block,
+                      local_words=launch.windows.local_words,
+                      local_bases=launch.windows.local_bases,
+                      shared_bases=launch.windows.shared_bases)
     assert model.memory == result.memory, "the interpreter and the ISA model disagree"
     sim_trap = None if result.trap is None else (result.trap.code, result.trap.warp,
                                                   result.trap.lane, result.trap.pc)

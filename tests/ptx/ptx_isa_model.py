@@ -2,7 +2,9 @@
 
 It runs a list of `qwengpu.isa.Instruction`s the way docs/isa.md describes the machine:
 barrel round-robin over warps, min-PC issue within a warp, the exec mask, the ALU table,
-faults that stop the machine with nothing written.  It exists so that the lowering tests do
+faults that stop the machine with nothing written, each thread's window of local memory
+(`ld.local`/`st.local` offsets checked against the window and added to its base) and the
+sub-word stores, which run one lane a step.  It exists so that the lowering tests do
 not depend on the HDL interpreter being finished, and as a second opinion next to it; it
 shares no code with the loader (the expected values of the tests come from plain Python
 semantics of PTX, written in the tests themselves).
@@ -53,9 +55,16 @@ class ModelResult:
     trap: tuple[int, int, int, int] | None   # (code, warp, lane, pc)
 
 
+LOCAL_SPACE = 2
+SUB_WORD_STORES = {Op.ST_U8: 1, Op.ST_U16: 2}       # bytes each stores
+
+
 def run_model(program: list[Instruction], memory: list[int], params: list[int], grid: int,
-              block: int, lanes: int = 4, mem_words: int = 126, max_steps: int = 200_000
+              block: int, lanes: int = 4, mem_words: int = 126, max_steps: int = 200_000,
+              local_words: int = 0, local_bases: tuple = (), shared_bases: tuple = ()
               ) -> ModelResult:
+    """`local_bases[block][thread]`: the first word of each thread's local window of
+    `local_words` words; `shared_bases[block]` the first word of each block's shared one."""
     memory = list(memory)
     warps_per_block = -(-block // lanes)
     warps = grid * warps_per_block
@@ -85,7 +94,25 @@ def run_model(program: list[Instruction], memory: list[int], params: list[int], 
             return True if index == 7 else pf[lane][index]
 
         exec_mask = [active[l] and (pred(l, ins.pg) != ins.pn) for l in range(lanes)]
+        # a sub-word store runs for the lowest lane that executes it; the others wait their turn
+        waiting = [False] * lanes
+        if ins.op in SUB_WORD_STORES and any(exec_mask):
+            first = exec_mask.index(True)
+            waiting = [exec_mask[l] and l > first for l in range(lanes)]
+            exec_mask = [l == first for l in range(lanes)]
         writes, pwrites, stores, trap = {}, {}, {}, None
+        block_index, warp_in_block = divmod(warp, warps_per_block)
+
+        def physical_word(lane, offset):
+            """The word of memory an access at `offset` of its space reaches, or a trap."""
+            if ins.space == LOCAL_SPACE:
+                if offset // 4 >= local_words:
+                    return None
+                word = local_bases[block_index][warp_in_block * lanes + lane] + offset // 4
+            else:
+                word = offset // 4
+            return word if word < mem_words else None
+
         for lane in range(lanes):
             if not exec_mask[lane]:
                 continue
@@ -103,20 +130,27 @@ def run_model(program: list[Instruction], memory: list[int], params: list[int], 
                 pwrites[lane] = {Op.PAND: x and y, Op.POR: x or y, Op.PXOR: x != y}[op]
             elif op == Op.PNOT:
                 pwrites[lane] = not pred(lane, ins.a)
-            elif op in (Op.LD, Op.ST):
+            elif op in (Op.LD, Op.ST) or op in SUB_WORD_STORES:
                 address = (a + ins.imm) & M
-                if address % 4:
+                size = SUB_WORD_STORES.get(op, 4)
+                word = physical_word(lane, address)
+                if address % size:
                     trap = trap or (3, lane)
-                elif address // 4 >= mem_words:
+                elif word is None:
                     trap = trap or (2, lane)
                 elif op == Op.LD:
-                    writes[lane] = memory[address // 4]
+                    writes[lane] = memory[word]
+                elif op == Op.ST:
+                    stores[word] = reg(lane, ins.b)
                 else:
-                    stores[address // 4] = reg(lane, ins.b)
+                    shift = 8 * (address % 4)
+                    field = ((1 << (8 * size)) - 1) << shift
+                    stores[word] = (memory[word] & ~field) | ((reg(lane, ins.b) << shift) & field)
             elif op == Op.S2R:
-                block_index = warp // warps_per_block
-                values = [(warp % warps_per_block) * lanes + lane, block, block_index, grid,
-                          lane, warp % warps_per_block]
+                thread = warp_in_block * lanes + lane
+                values = [thread, block, block_index, grid, lane, warp_in_block,
+                          4 * shared_bases[block_index] if shared_bases else 0,
+                          4 * local_bases[block_index][thread] if local_bases else 0]
                 if ins.imm >= len(values):
                     trap = trap or (4, lane)
                 else:
@@ -141,7 +175,7 @@ def run_model(program: list[Instruction], memory: list[int], params: list[int], 
         for word, value in stores.items():
             memory[word] = value
         for lane in range(lanes):
-            if not active[lane]:
+            if not active[lane] or waiting[lane]:
                 continue
             if ins.op == Op.BRA and exec_mask[lane]:
                 pcs[warp][lane] = ins.imm
