@@ -27,7 +27,7 @@ from qwengpu.errors import Location, PtxError
 from qwengpu.isa import LANES, MASK32, Cmp, Op, Special
 from qwengpu.ptx import fold, ir
 from qwengpu.ptx.cuda_lines import readable
-from qwengpu.ptx.explain import call_detail, dot_product_detail
+from qwengpu.ptx.explain import call_detail
 from qwengpu.ptx.local_memory import local_layout
 from qwengpu.ptx.vcode import TRUE, ZERO, Source, SymbolRef, VInstr, VLabel, VPred, VReg
 
@@ -114,9 +114,6 @@ class Selector:
         handler(self, ins)
 
     def unsupported(self, ins: ir.Instruction, detail: str = "") -> PtxError:
-        cuda_loc = None
-        if not detail and ins.opcode in ("dp4a", "dp2a"):
-            detail, cuda_loc = dot_product_detail(self.kernel, ins, self.module.cuda_lines)
         hint = UNSUPPORTED_HINTS.get(".".join((ins.opcode, *ins.modifiers[:1])),
                                      UNSUPPORTED_HINTS.get(ins.opcode, ""))
         message = f"'{ins.full_opcode}' is not supported by QwenGPU"
@@ -124,9 +121,7 @@ class Selector:
             message += f": {detail}"
         elif hint:
             message += f" ({hint})"
-        error = self.error(message)
-        error.cuda_loc = cuda_loc        # the C line, where it is not the PTX line's own
-        return error
+        return self.error(message)
 
     def error(self, message: str, at=None) -> PtxError:
         loc = getattr(at, "loc", None) or (self.ins.loc if self.ins else self.kernel.loc)
