@@ -301,14 +301,16 @@ def _spill_error(first_peaks: dict, words: int, area: SpillArea, register_count:
     count, noun = (register_count, "registers") if kind is VReg else \
         (predicate_count, "predicate registers")
     arrays = area.base_bytes // 4
-    total = arrays + words
     limit = arrays + area.words
-    held = f" (with its {arrays} words of local arrays)" if arrays else ""
     if limit == 0:
         where = "there is no local memory to spill them to (LOCAL_WORDS = 0)"
+    elif arrays:
+        where = (f"its spills need {words} words of local memory a thread, which with its "
+                 f"{arrays} words of local arrays make {arrays + words}, but a thread has "
+                 f"{limit} (LOCAL_WORDS; {arrays + words - limit} too many)")
     else:
-        where = (f"its spills need {words} words of local memory a thread{held}, {total} in "
-                 f"all, but a thread has {limit} (LOCAL_WORDS; {total - limit} too many)")
+        where = (f"its spills need {words} words of local memory a thread, but a thread has "
+                 f"{limit} (LOCAL_WORDS; {words - limit} too many)")
     message = (f"kernel {kernel_name} needs {result.peak} {noun} at once here, but QwenGPU "
                f"has {count}, and {where}")
     return CapacityError(message, origin.loc if origin is not None else kernel_loc, source)
