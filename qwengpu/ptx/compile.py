@@ -127,8 +127,14 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
                    pointer_bytes=module.address_size // 8, assumptions=assumed,
                    cuda_lines=module.cuda_lines, buffer_alignment=alignment,
                    aligned_params=aligned_params,
-                   local_bytes=local.spill_base + 4 * allocation.spill_words
-                   if allocation.spill_words else local.variables_bytes)
+                   local_bytes=_round_up(local.spill_base + 4 * allocation.spill_words,
+                                         local.alignment) if local.variables_bytes or
+                   allocation.spill_words else 0,
+                   local_alignment=local.alignment)
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
 
 
 def _local_memory(module: ir.Module, kernel: ir.Kernel, limits: MachineLimits) -> LocalLayout:

@@ -5,7 +5,8 @@ memory"); an address in the `.local` space is a byte offset into that window.  T
 lays a kernel's `.local` variables out from offset 0 in declaration order (nvcc writes one,
 `__local_depot0`, the kernel's stack frame), each at a multiple of its `.align`, and the
 register allocator's spill slots follow them, one word each (`qwengpu.ptx.spill`).  The
-launch gives every thread a window of `Program.local_bytes` (docs/launch.md).
+launch gives every thread a window of `Program.local_bytes` (a multiple of the variables'
+alignment), each window at a multiple of `Program.local_alignment` bytes (docs/launch.md).
 
     layout = local_layout(module, kernel)
     layout.offsets["__local_depot0"]      # 0
@@ -28,6 +29,14 @@ class LocalLayout:
     offsets: dict[str, int] = field(default_factory=dict)
     variables_bytes: int = 0
     variables: tuple[ir.Variable, ...] = ()
+
+    @property
+    def alignment(self) -> int:
+        """Bytes a thread's window must be aligned to: the variables' widest `.align` (at
+        least a word).  nvcc relies on it: it forms generic addresses in an aligned depot
+        with `or` (`or.b64 %rd, %SP, 12`)."""
+        return max([4] + [variable.align or variable.element_bytes
+                          for variable in self.variables])
 
     @property
     def spill_base(self) -> int:

@@ -106,6 +106,7 @@ class Program:
     shared_bytes: int = 0
     dynamic_shared: bool = False
     local_bytes: int = 0
+    local_alignment: int = 4         # bytes each thread's window is aligned to (its .align)
 
     def __len__(self) -> int:
         return len(self.slots)

@@ -290,7 +290,7 @@ def _windows(data: dict, program: Program, limits: MachineLimits, regions: list[
                          limits.shared_words, limits.local_words)
     try:
         return Windows.laid_out(first, data["grid"], data["block"], shared_words, local_words,
-                                shape)
+                                shape, max(program.local_alignment // 4, 1))
     except CapacityError as error:
         raise CapacityError(error.message, source.loc("buffers"), source.text) from None
 

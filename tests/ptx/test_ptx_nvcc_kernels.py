@@ -324,7 +324,6 @@ def test_global_variables_are_laid_out_after_the_buffers():
 
 UNSUPPORTED = [
     ("shared_memory", ".shared memory", "mov.u32"),
-    ("local_array", ".local memory", "mov.u64"),
     ("calls", "'call.uni' is not supported", "call.uni"),
     ("store_short", "16-bit stores", "st.global.u16"),
 ]
@@ -358,7 +357,7 @@ def _release(text: str) -> str | None:
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("name", ["arith", "control", "wide", "memory", "unsupported", "bounds",
-                                  "cuda_errors", "traps"])
+                                  "cuda_errors", "traps", "local", "spill"])
 def test_checked_in_ptx_is_what_nvcc_makes(name):
     """The same text from the same nvcc release (apart from the debug strings, which hash the
     source's path); from another release, the same text apart from the header comments that
@@ -394,5 +393,7 @@ def test_register_pressure_error_of_a_real_kernel(tmp_path):
     if not source.exists():
         pytest.skip("the example corpus is not there")
     with pytest.raises(CapacityError, match=r"needs (\d+) registers at once here, but QwenGPU "
-                                            r"has 15 \((\d+) too many\)"):
+                                            r"has 15, and its spills need (\d+) words of local "
+                                            r"memory a thread, but a thread has 16 \(LOCAL_WORDS; "
+                                            r"(\d+) too many\)"):
         compile_kernel(parse_ptx_file(str(source)), "too_big")
