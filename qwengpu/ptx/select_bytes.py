@@ -151,14 +151,12 @@ def lower_dot_product(sel: Selector, ins: ir.Instruction):
     a_signed, b_signed = (ir.is_signed(name) for name in types)
     destination, a, b, addend = sel.operands(ins, 4)
     first, second, total = sel.value(a), sel.value(b), sel.value(addend)
-    if halves:
-        start = 2 if ins.has("hi") else 0
-        terms = [(_field(sel, first, 16 * k, 16, a_signed),
-                  _field(sel, second, 8 * (start + k), 8, b_signed)) for k in range(2)]
-    else:
-        terms = [(_field(sel, first, 8 * k, 8, a_signed), _field(sel, second, 8 * k, 8, b_signed))
-                 for k in range(4)]
-    for left, right in terms:
+    start = 2 if ins.has("hi") else 0
+    # each term is extracted just before its mad: two temporaries live at a time
+    for k in range(2 if halves else 4):
+        left = _field(sel, first, 16 * k, 16, a_signed) if halves else \
+            _field(sel, first, 8 * k, 8, a_signed)
+        right = _field(sel, second, 8 * (start + k) if halves else 8 * k, 8, b_signed)
         total = _multiply_add(sel, left, right, total)
     sel.write(destination, total)
 

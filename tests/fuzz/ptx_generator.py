@@ -45,7 +45,7 @@ SCRATCH_PREDICATE = "%p3"
 MEMORY_WORDS = 126
 MAX_WARPS = 8
 LANES = 4
-BODY_INSTRUCTIONS = 56              # PTX instructions in the random body (~105 slots at most)
+BODY_INSTRUCTIONS = 54              # PTX instructions in the random body (~105 slots at most)
 MAX_LOOP_DEPTH = 2
 MAX_BRANCH_DEPTH = 3
 
@@ -95,7 +95,7 @@ class KernelWriter:
         # byte ops cost some 20 machine instructions each: a kernel has room for two
         self.byte_ops = 2 if rng.random() < 0.4 else 0
         self.remaining = BODY_INSTRUCTIONS - 14 * self.byte_ops - 4 * (values - VALUES) \
-            - 10 * local_array
+            - 14 * local_array
         self.labels = 0
         self.loop_ends: list[str] = []       # labels a `break` may jump to, innermost last
         self.loop_counters: list[str] = []
