@@ -92,8 +92,13 @@ def allocate(code: list, register_count: int, predicate_count: int, kernel_name:
         spills = _choose_spills(instructions, labels, live, kind, count, spiller,
                                 max(1, (result.peak - count) // 2))
         if not spills:
-            raise _pressure_error(instructions, live, kind, count, noun, result, kernel_name,
-                                  kernel_loc, source)
+            error = _pressure_error(instructions, live, kind, count, noun, result, kernel_name,
+                                    kernel_loc, source)
+            if spiller.spilled:
+                error.message += (" (with every other value spilled: one instruction needs "
+                                  "that many at once)")
+                error.args = (error.message,)
+            raise error
         spiller.spill(spills, rematerializable(instructions, live, kind))
     predicates, registers = results
     words = assign_slots(code, spill_area.base_bytes)
