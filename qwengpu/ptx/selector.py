@@ -485,6 +485,9 @@ def _state_space_message(variable: ir.Variable) -> str:
     if space == "shared":
         return (f"{name} is in .shared memory, which QwenGPU does not have "
                 "(all data lives in the 126 words of global memory)")
+    if space == "local":
+        return (f"{name} is in .local memory: address it with ld.local/st.local, or make a "
+                "generic address of it with cvta.local")
     if space == "param":
         return f"{name} is a call parameter; function calls are not supported"
     return f"{name} is in .{space} memory, which QwenGPU does not have"

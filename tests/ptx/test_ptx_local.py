@@ -198,3 +198,11 @@ def test_local_accesses_name_local_variables():
     ptx = local_kernel("    ld.local.u32 %r3, [loc_out];")
     with pytest.raises(PtxError, match="loc_out is not a .local variable"):
         compile_kernel(parse_ptx(ptx, "loc.ptx"), "loc")
+
+
+def test_a_global_access_to_a_local_variable_says_how_to_reach_it():
+    ptx = local_kernel("    ld.global.u32 %r3, [__local_depot0];")
+    with pytest.raises(PtxError, match=r"__local_depot0 is in .local memory: address it with "
+                                       r"ld.local/st.local, or make a generic address of it "
+                                       r"with cvta.local"):
+        compile_kernel(parse_ptx(ptx, "loc.ptx"), "loc")
