@@ -5,7 +5,7 @@
     proven  = proven_accesses(kernel, facts, ...)   # qwengpu.ptx.ranges (checks not needed)
     code    = select_kernel(module, kernel, 4, proven)  # qwengpu.ptx.select (virtual code)
     optimize(code)                                  # qwengpu.ptx.optimize
-    alloc   = allocate(code, 15, 7, ...)            # qwengpu.ptx.regalloc
+    alloc   = allocate(code, 15, 7, ...)            # qwengpu.ptx.regalloc (spills: .spill)
     program = assemble(code, alloc, ...)            # here: machine instructions
 
 `compile_kernel` runs the steps; `read_module` parses a `.cu` (through nvcc) or `.ptx` file,
@@ -27,12 +27,13 @@ from qwengpu.ptx.cuda_lines import CudaLines, in_cuda_terms, readable
 from qwengpu.ptx.explain import unrolled_loop_detail
 from qwengpu.ptx.geometry import fold_constant_specials, shape_reads
 from qwengpu.ptx.inline import inline_calls
+from qwengpu.ptx.local_memory import LocalLayout, local_layout
 from qwengpu.ptx.nvcc import ptx_for_source
 from qwengpu.ptx.optimize import optimize, remove_branches_to_next
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import FormedAddressSlots, MachineLimits, Program, ProgramSlot
 from qwengpu.ptx.ranges import Facts, default_facts, proven_accesses
-from qwengpu.ptx.regalloc import Allocation, allocate
+from qwengpu.ptx.regalloc import Allocation, SpillArea, allocate
 from qwengpu.ptx.kernel_facts import shared_layout
 from qwengpu.ptx.select import select_kernel
 from qwengpu.ptx.vcode import (TRUE, ZERO, FormedAddress, LabelRef, ParamRef, SymbolRef, VInstr,
@@ -103,9 +104,11 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
     code, used_variables = select_kernel(module, kernel, limits.lanes, proven, aligned,
                                          geometry)
     changes = optimize(code)
+    local = _local_memory(module, kernel, limits)
     try:
         allocation = allocate(code, limits.registers, limits.predicates, name, kernel.loc,
-                              module.source)
+                              module.source, SpillArea(local.spill_base,
+                                                       limits.local_words - local.spill_base // 4))
     except CapacityError as error:
         unrolled = unrolled_loop_detail(kernel, error.loc.line, module.cuda_lines) \
             if error.loc is not None and error.loc.line else None
@@ -133,7 +136,11 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
                    cuda_lines=module.cuda_lines, buffer_alignment=alignment,
                    aligned_params=aligned_params, shared_bytes=shared.static_bytes,
                    dynamic_shared=shared.dynamic, geometry=geometry,
-                   shape_reads=shape_reads(kernel))
+                   shape_reads=shape_reads(kernel),
+                   local_bytes=_round_up(local.spill_base + 4 * allocation.spill_words,
+                                         local.alignment) if local.variables_bytes or
+                   allocation.spill_words else 0,
+                   local_alignment=local.alignment)
 
 
 def _shared_memory(module: ir.Module, kernel: ir.Kernel, limits: MachineLimits):
@@ -149,6 +156,26 @@ def _shared_memory(module: ir.Module, kernel: ir.Kernel, limits: MachineLimits):
             f"(SHARED_WORDS); {words - limits.shared_words} too many",
             first.loc if first else kernel.loc, module.source)
     return layout
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def _local_memory(module: ir.Module, kernel: ir.Kernel, limits: MachineLimits) -> LocalLayout:
+    """The kernel's `.local` variables in a thread's window, refused when they alone are more
+    than a thread may have (`LOCAL_WORDS`)."""
+    local = local_layout(module, kernel)
+    words = -(-local.variables_bytes // 4)
+    if words > limits.local_words:
+        sizes = ", ".join(f"{readable(variable.name)}: {variable.size_bytes} bytes"
+                          for variable in local.variables)
+        raise CapacityError(
+            f"kernel {readable(kernel.name)} needs {words} words of local memory a thread for "
+            f"its local arrays ({sizes}), but QwenGPU has {limits.local_words} "
+            f"(LOCAL_WORDS; {words - limits.local_words} too many)", local.variables[0].loc,
+            module.source)
+    return local
 
 
 def _alignment_proofs(kernel: ir.Kernel, facts: Facts, alignment: int, declared: dict
@@ -293,4 +320,4 @@ def _encode(ins: VInstr, allocation: Allocation, labels: dict[str, int],
         relocation = ins.imm
     elif ins.imm and "imm" not in fields:
         fields["imm"] = ins.imm & MASK32
-    return ProgramSlot(Instruction(**fields), relocation, ins.origin)
+    return ProgramSlot(Instruction(**fields), relocation, ins.origin, note=ins.note)

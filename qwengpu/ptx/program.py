@@ -59,12 +59,14 @@ class FormedAddressSlots:
 class ProgramSlot:
     """One instruction slot: the instruction, the variable address its immediate still needs
     (or None), the PTX instruction it implements, and for an access whose address a check
-    altered, where the address the kernel formed is found."""
+    altered, where the address the kernel formed is found; `note` marks the register
+    allocator's spill code."""
 
     instruction: Instruction
     relocation: SymbolRef | None
     origin: ir.Instruction | None
     formed: FormedAddressSlots | None = None
+    note: str = ""                  # spill code: `spill %r5`, `reload %r5` (`ptx/spill.py`)
 
     @property
     def ptx_loc(self) -> Location | None:
@@ -110,6 +112,7 @@ class Program:
     # (`qwengpu.ptx.geometry.launch_mismatch`)
     geometry: Geometry = Geometry()
     shape_reads: frozenset[str] = frozenset()
+    local_alignment: int = 4         # bytes each thread's window is aligned to (its .align)
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -140,5 +143,7 @@ class Program:
         lines = []
         for index, (slot, instruction) in enumerate(zip(self.slots, instructions)):
             where = f"line {slot.ptx_loc.line}" if slot.ptx_loc else ""
-            lines.append(f"{index:3d}  {str(instruction):32s} ; {where:9s} {slot.ptx_text}")
+            note = f"  [{slot.note}]" if slot.note else ""
+            lines.append(f"{index:3d}  {str(instruction):32s} ; {where:9s} {slot.ptx_text}"
+                         f"{note}")
         return "\n".join(lines)

@@ -4,7 +4,7 @@ variable, population count, leading zeros, bit reverse and find-leading-bit.
 All of them compute into temporaries without the PTX guard (`Selector.unguarded`: they have no
 side effects and cannot fault) and commit the result under the guard.
 
-- `div`/`rem` (.u32/.s32 and narrower): restoring division, a loop of 32 steps that shifts the
+- `div`/`rem` (.u32/.s32 and narrower; .u64/.s64 in `select_divide64`): restoring division, a loop of 32 steps that shifts the
   dividend's top bit into a running remainder and the quotient bit into the dividend's bottom
   (10 instructions, 32 times).  Signed division divides the magnitudes and fixes the signs
   (quotient negative when the signs differ, remainder with the sign of the dividend).  Division
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from qwengpu.isa import MASK32, Cmp, Op
 from qwengpu.ptx import ir
+from qwengpu.ptx.select_divide64 import lower_divide_64
 from qwengpu.ptx.selector import Selector, handles, operand_b
 from qwengpu.ptx.vcode import LabelRef, Source, VReg
 
@@ -32,7 +33,9 @@ _DIVISION_STEPS = 32
 @handles("div", "rem")
 def lower_divide(sel: Selector, ins: ir.Instruction):
     sel.check_modifiers(ins, set())
-    type_name = sel.type_of(ins, {"u8", "s8", "u16", "s16", "u32", "s32"})
+    type_name = sel.type_of(ins, {"u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64"})
+    if ir.type_width(type_name) == 64:
+        return lower_divide_64(sel, ins, type_name)
     destination, a, b = sel.operands(ins, 3)
     signed = ir.is_signed(type_name)
     width = ir.type_width(type_name)

@@ -23,14 +23,16 @@ from qwengpu.ptx.vcode import (ZERO, FormedAddress, LabelRef, ParamRef, Source, 
 _ORDERING_AND_CACHE = {"ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt", "volatile", "weak",
                        "relaxed", "acquire", "release", "cta", "gpu", "sys", "cluster"}
 _MEMORY_SPACES = {"global", "const", "param", "shared", "local", "tex"}
+# Lowerings of other spaces' accesses, by (opcode, space): `select_local` adds .local's.
+SPACE_LOWERINGS: dict = {}
 
 
 def _space(sel: Selector, ins: ir.Instruction) -> str:
     spaces = [modifier for modifier in ins.modifiers if modifier in _MEMORY_SPACES]
     space = spaces[0] if spaces else "global"  # generic addresses are global ones here
-    if space in ("local", "tex"):
-        raise sel.unsupported(ins, f".{space} memory, which QwenGPU does not have "
-                                   "(all data lives in the 126 words of global memory)")
+    if space == "tex":
+        raise sel.unsupported(ins, "texture memory, which QwenGPU does not have (its data "
+                                   "lives in global, shared and local memory)")
     return space
 
 
@@ -184,6 +186,8 @@ def _offset(offset: int | SymbolRef, extra: int) -> int | SymbolRef:
 def lower_ld(sel: Selector, ins: ir.Instruction):
     _check_memory_modifiers(sel, ins)
     space = _space(sel, ins)
+    if ("ld", space) in SPACE_LOWERINGS:
+        return SPACE_LOWERINGS["ld", space](sel, ins)
     type_name = sel.type_of(ins)
     if type_name == "pred":
         raise sel.unsupported(ins, "loading a predicate")
@@ -312,6 +316,8 @@ def _load_param(sel: Selector, ins: ir.Instruction, destination, source, width: 
 def lower_st(sel: Selector, ins: ir.Instruction):
     _check_memory_modifiers(sel, ins)
     space = _space(sel, ins)
+    if ("st", space) in SPACE_LOWERINGS:
+        return SPACE_LOWERINGS["st", space](sel, ins)
     type_name = sel.type_of(ins)
     destination, source = sel.operands(ins, 2)
     if space == "param":
@@ -352,6 +358,8 @@ def lower_cvta(sel: Selector, ins: ir.Instruction):
     (`s2r shared_base`), so the generic address is the sum."""
     sel.check_modifiers(ins, {"to", "global", "const", "param", "shared", "local"})
     space = _space(sel, ins)
+    if ("cvta", space) in SPACE_LOWERINGS:
+        return SPACE_LOWERINGS["cvta", space](sel, ins)
     type_name = sel.type_of(ins, {"u32", "u64"})
     destination, source = sel.operands(ins, 2)
     if space == "shared":

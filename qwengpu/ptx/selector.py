@@ -28,8 +28,8 @@ from qwengpu.isa import LANES, MASK32, Cmp, Op
 from qwengpu.ptx import fold, ir
 from qwengpu.ptx.kernel_facts import shared_layout, single_constant_registers
 from qwengpu.ptx.cuda_lines import readable
-from qwengpu.ptx.explain import dot_product_detail
 from qwengpu.ptx.geometry import SUPPORTED_SPECIALS, Geometry, lower_special
+from qwengpu.ptx.local_memory import local_layout
 from qwengpu.ptx.vcode import TRUE, ZERO, Source, SymbolRef, VInstr, VLabel, VPred, VReg
 
 Handler = Callable[["Selector", ir.Instruction], None]
@@ -84,6 +84,7 @@ class Selector:
         self.used_variables: set[str] = set()
         self.constant_registers = single_constant_registers(kernel, self.constant_symbols)
         self.shared = shared_layout(module, kernel)
+        self.local = local_layout(module, kernel)     # offsets of the .local variables
 
     # ---- driver -----------------------------------------------------------------------------
 
@@ -110,9 +111,6 @@ class Selector:
         handler(self, ins)
 
     def unsupported(self, ins: ir.Instruction, detail: str = "") -> PtxError:
-        cuda_loc = None
-        if not detail and ins.opcode in ("dp4a", "dp2a"):
-            detail, cuda_loc = dot_product_detail(self.kernel, ins, self.module.cuda_lines)
         hint = UNSUPPORTED_HINTS.get(".".join((ins.opcode, *ins.modifiers[:1])),
                                      UNSUPPORTED_HINTS.get(ins.opcode, ""))
         message = f"'{ins.full_opcode}' is not supported by QwenGPU"
@@ -120,9 +118,7 @@ class Selector:
             message += f": {detail}"
         elif hint:
             message += f" ({hint})"
-        error = self.error(message)
-        error.cuda_loc = cuda_loc        # the C line, where it is not the PTX line's own
-        return error
+        return self.error(message)
 
     def error(self, message: str, at=None) -> PtxError:
         loc = getattr(at, "loc", None) or (self.ins.loc if self.ins else self.kernel.loc)
@@ -384,6 +380,8 @@ class Selector:
         name = operand.name
         if name in self.constant_symbols:
             return self.constant_symbols[name]
+        if name in self.local.offsets:           # an address in the .local space
+            return self.local.offsets[name]
         variable = self.memory_variable(operand)
         if variable.state_space == "shared":
             return self.shared.offsets[name]      # a shared address: an offset in the window
@@ -484,8 +482,8 @@ def _state_space_message(variable: ir.Variable) -> str:
         return (f"{name} is in .shared memory, which QwenGPU does not have "
                 "(all data lives in the 126 words of global memory)")
     if space == "local":
-        return (f"{name} is per-thread .local memory (a stack array), which QwenGPU "
-                "does not have; keep arrays in global buffers or let nvcc put them in registers")
+        return (f"{name} is in .local memory: address it with ld.local/st.local, or make a "
+                "generic address of it with cvta.local")
     if space == "param":
         return f"{name} is a call parameter; function calls are not supported"
     return f"{name} is in .{space} memory, which QwenGPU does not have"

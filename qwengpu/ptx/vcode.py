@@ -101,7 +101,8 @@ class VInstr:
     the branch target, the special-register index or the parameter word.  `full_def` marks a
     guarded write that still counts as a whole definition (a temporary that is only read under
     the same guard); other guarded writes keep the old value in lanes whose guard fails, so they
-    also read their destination.  `is_move` marks a copy `d = a` the allocator may coalesce.
+    also read their destination.  `is_move` marks a copy `d = a` the allocator may coalesce;
+    `note` says why the allocator added an instruction (spill code, `qwengpu.ptx.spill`).
     """
 
     op: Op
@@ -118,6 +119,8 @@ class VInstr:
     origin: ir.Instruction | None = field(default=None, repr=False, compare=False)
     # an access whose address a check altered: where the address the kernel formed is read
     formed: FormedAddress | None = field(default=None, repr=False, compare=False)
+    # what the register allocator added it for (`spill %r5`, `reload %r5`), for the listing
+    note: str = field(default="", compare=False)
 
     @property
     def loc(self) -> Location | None:

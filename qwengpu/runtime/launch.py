@@ -300,7 +300,7 @@ def _windows(data: dict, program: Program, limits: MachineLimits, regions: list[
                          limits.shared_words, limits.local_words)
     try:
         return Windows.laid_out(first, count(data["grid"]), count(data["block"]), shared_words,
-                                local_words, shape)
+                                local_words, shape, max(program.local_alignment // 4, 1))
     except CapacityError as error:
         raise CapacityError(error.message, source.loc("buffers"), source.text) from None
 

@@ -191,9 +191,11 @@ class Windows:
 
     @classmethod
     def laid_out(cls, first_word: int, grid: int, block: int, shared_words: int,
-                 local_words: int, shape: "MachineShape") -> "Windows":
+                 local_words: int, shape: "MachineShape", local_align_words: int = 1
+                 ) -> "Windows":
         """Windows from `first_word` on: every block's shared memory, then every thread's
-        local memory.  Raises `CapacityError` when they do not fit in the memory."""
+        local memory, from a multiple of `local_align_words` (`local_words` is one too).
+        Raises `CapacityError` when they do not fit in the memory."""
         if shared_words > shape.shared_words:
             raise _too_many("words of shared memory a block has", shared_words,
                             shape.shared_words, "SHARED_WORDS")
@@ -203,10 +205,12 @@ class Windows:
         shared_bases = tuple(first_word + b * shared_words for b in range(grid)) \
             if shared_words else ()
         start = first_word + shared_words * len(shared_bases)
+        if local_words:
+            start = -(-start // local_align_words) * local_align_words
         local_bases = tuple(tuple(start + (b * block + t) * local_words for t in range(block))
                             for b in range(grid)) if local_words else ()
         windows = cls(shared_words, local_words, shared_bases, local_bases)
-        end = first_word + windows.words
+        end = start + local_words * grid * block if local_words else first_word + windows.words
         if end > shape.mem_words:
             raise CapacityError(
                 f"memory: the launch's words ({first_word}) and its shared and local memory "

@@ -2,8 +2,8 @@
 
 It runs a list of `qwengpu.isa.Instruction`s the way docs/isa.md describes the machine:
 barrel round-robin over warps, min-PC issue within a warp, the exec mask, the ALU table,
-faults that stop the machine with nothing written.  It exists so that the lowering tests do
-not depend on the HDL interpreter being finished, and as a second opinion next to it; it
+faults that stop the machine with nothing written, the windows of shared and local memory,
+serial instructions one lane a step.  It exists so that the lowering tests do not depend on the HDL interpreter being finished, and as a second opinion next to it; it
 shares no code with the loader (the expected values of the tests come from plain Python
 semantics of PTX, written in the tests themselves).
 """

@@ -164,7 +164,8 @@ def error_of(body: str, decls: str = "") -> PtxError:
     ("    ld.tex.u32 %r1, [%rd1];", ".tex memory"),
     ("    st.const.u32 [%rd1], %r1;", "constant memory cannot be written"),
     ("    mul.hi.u64 %rd1, %rd2, %rd3;", "the high half of a 64 x 64-bit product"),
-    ("    rem.u64 %rd1, %rd2, %rd3;", "type .u64 (supported here: .s16, .s32, .s8, .u16"),
+    ("    rem.b64 %rd1, %rd2, %rd3;", "type .b64 (supported here: .s16, .s32, .s64, .s8, "
+                                    ".u16"),
     ("    bar.sync 1;", "named barriers (a barrier number other than 0)"),
     ("    bar.sync 0, 32;", "a barrier for a number of threads"),
     ("    bar.arrive 0, 32;", "only bar.sync (__syncthreads) is"),
@@ -176,7 +177,7 @@ def error_of(body: str, decls: str = "") -> PtxError:
     ("    mov.u32 %r1, undefined_symbol;", "unknown symbol undefined_symbol"),
     ("    mul.wide.s32 %r1, %r2, %r3;", "%r1 is not a 64-bit register"),
     ("    cvt.rn.f32.s32 %r1, %r2;", "floating point"),
-    ("    prmt.b32 %r1, %r2, %r3, %r4;", "a register selector"),
+    ("    prmt.b32.rn %r1, %r2, %r3, %r4;", "the .rn modifier"),
 ])
 def test_unsupported_or_wrong_instructions_name_their_line(body, message):
     error = error_of(body, decls=".shared .align 4 .b8 smem[16];\n")
