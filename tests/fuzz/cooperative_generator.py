@@ -26,7 +26,7 @@ single-warp kernels, where any operation's old value is used (QwenGPU applies a 
 in lane order, as the evaluator does).
 
 **Fitting the machine**: 8 warps of 4 lanes, 126 words (buffers and each block's shared
-window), 64 words of shared memory a block, about 104 of the 128 instruction slots, and few
+window), 64 words of shared memory a block, about 100 of the 128 instruction slots, and few
 live values.  What the loader still refuses (15 registers) is counted as skipped.
 """
 
@@ -40,7 +40,7 @@ LANES = 4
 MAX_WARPS = 8
 MEMORY_WORDS = 126
 GLOBAL_ATOMIC_WORDS = 4
-SLOT_BUDGET = 104
+SLOT_BUDGET = 100
 VALUES = 3
 
 IMMEDIATES = [0, 1, 2, 3, 5, 7, 31, 32, 100, 0xFF, 0xFFFF, 0x7FFF_FFFF, 0x8000_0000,
@@ -129,6 +129,8 @@ class CooperativeWriter:
         self.state = ArrayState()
         self.budget = SLOT_BUDGET
         self.labels = 0
+        self.exited = False              # some threads have returned: writes define no more
+        self.converged = shape.whole_warps   # every warp has all its lanes (shuffles)
 
     # operands ------------------------------------------------------------------------------
 
@@ -160,10 +162,19 @@ class CooperativeWriter:
                 f"setp.{self.rng.choice(['eq', 'ne', 'lo', 'hi'])}.u32 %p3, %t0, "
                 f"{self.rng.randrange(4)};"]
 
-    def slot_address(self, array: str, index: str | None, into: str = "%t1") -> list[str]:
-        """`into` = the byte address of word `index` (a register) of a shared array."""
-        return [f"shl.b32 {into}, {index}, 2;", f"mov.u32 %t4, {array};",
-                f"add.s32 {into}, %t4, {into};"]
+    def slot_address(self, array: str, index: str) -> list[str]:
+        """%t1 = the shared address of word `index` (a register) of a shared array."""
+        return [f"shl.b32 %t1, {index}, 2;", f"mov.u32 %t4, {array};",
+                "add.s32 %t1, %t4, %t1;"]
+
+    def word_address(self, array: str, index: str) -> tuple[list[str], str, str]:
+        """Lines, address operand and space suffix of word `index` of a shared array: mostly
+        its shared address, sometimes a generic one (`cvta.shared`, then a generic access,
+        as nvcc writes for a shared pointer it cannot place)."""
+        if self.rng.random() < 0.8:
+            return self.slot_address(array, index), "[%t1]", ".shared"
+        return [f"mov.u64 %rd2, {array};", "cvta.shared.u64 %rd2, %rd2;",
+                f"mul.wide.u32 %rd3, {index}, 4;", "add.s64 %rd3, %rd2, %rd3;"], "[%rd3]", ""
 
     def permuted_tid(self, count: int) -> tuple[list[str], str]:
         """A permutation of 0..count-1 for the threads (count = the block size), as lines
@@ -186,7 +197,8 @@ class CooperativeWriter:
     def share(self) -> list[str]:
         """Every thread writes one slot of fuzz_words (a permutation of the threads)."""
         lines, index = self.permuted_tid(self.shape.block)
-        lines += self.slot_address("fuzz_words", index)
+        address_lines, address, space = self.word_address("fuzz_words", index)
+        lines += address_lines
         value = self.value()
         if self.rng.random() < 0.4:                  # the value chosen in an if/else
             other, join = self.label("else"), self.label("join")
@@ -196,17 +208,20 @@ class CooperativeWriter:
                 f"{self.rng.choice(BINARY_OPS)} %t2, {self.value()}, {self.source()};",
                 f"{join}:"]
             value = "%t2"
-        self.state.words = self.shape.block
-        return lines + [f"st.shared.u32 [%t1], {value};"]
+        if not self.exited:                          # else some slots keep what they had
+            self.state.words = self.shape.block
+        return lines + [f"st{space}.u32 {address}, {value};"]
 
     def leader_write(self) -> list[str]:
         """Lane 0 of each warp writes its warp's slot (after a warp reduction, say)."""
         skip = self.label("leader")
-        self.state.words = max(self.state.words, self.shape.warps)
+        if not self.exited:
+            self.state.words = max(self.state.words, self.shape.warps)
         lane = self.rng.choice(["and.b32 %t0, %r0, 3;", "mov.u32 %t0, %laneid;"])
+        address_lines, address, space = self.word_address("fuzz_words", "%t0")
         return [lane, "setp.ne.u32 %p3, %t0, 0;", f"@%p3 bra {skip};",
-                "shr.u32 %t0, %r0, 2;", *self.slot_address("fuzz_words", "%t0"),
-                f"st.shared.u32 [%t1], {self.value()};", f"{skip}:"]
+                "shr.u32 %t0, %r0, 2;", *address_lines,
+                f"st{space}.u32 {address}, {self.value()};", f"{skip}:"]
 
     def word_index(self, defined: int) -> list[str] | int:
         """Lines leaving a slot below `defined` in %t0, or a constant slot."""
@@ -235,8 +250,8 @@ class CooperativeWriter:
                 offset = f"+{4 * index}" if index else ""
                 lines.append(f"ld.shared.u32 %t2, [fuzz_words{offset}];")
             else:
-                lines += index + self.slot_address("fuzz_words", "%t0") + \
-                    ["ld.shared.u32 %t2, [%t1];"]
+                address_lines, address, space = self.word_address("fuzz_words", "%t0")
+                lines += index + address_lines + [f"ld{space}.u32 %t2, {address};"]
             lines.append(self.fold(self.value(), "%t2"))
         return lines
 
@@ -258,18 +273,19 @@ class CooperativeWriter:
 
     def first_threads_write(self, array: str, count: int, value: str) -> list[str]:
         """Threads below `count` write their word of `array` (guarded or branched around)."""
-        lines = [f"setp.lt.u32 %p3, %r0, {count};"] + self.slot_address(array, "%r0")
+        address_lines, address, space = self.word_address(array, "%r0")
+        lines = [f"setp.lt.u32 %p3, %r0, {count};"] + address_lines
         if not value.startswith("%"):                # st stores a register
             lines.insert(1, f"mov.u32 %t2, {value};")
             value = "%t2"
         if self.rng.random() < 0.5:
-            return lines + [f"@%p3 st.shared.u32 [%t1], {value};"]
+            return lines + [f"@%p3 st{space}.u32 {address}, {value};"]
         skip = self.label("first")
         return [lines[0], f"@!%p3 bra {skip};", *lines[1:],
-                f"st.shared.u32 [%t1], {value};", f"{skip}:"]
+                f"st{space}.u32 {address}, {value};", f"{skip}:"]
 
     def init_counters(self) -> list[str]:
-        self.state.counters = True
+        self.state.counters |= not self.exited
         value = self.rng.choice([self.immediate(), self.immediate(), self.value()])
         return self.first_threads_write("fuzz_counts", self.shape.counters, value)
 
@@ -283,16 +299,16 @@ class CooperativeWriter:
 
     def atomic_line(self, space: str, op: str, type_name: str, address: str,
                     keep_old: bool) -> list[str]:
-        """`atom` (or `red`) of op on the word at address; `keep_old`: fold its old value
-        into a value, else nothing reads it."""
+        """`atom` (or `red`) of op on the word at address (space: ".shared", ".global" or
+        "", generic); `keep_old`: fold its old value into a value, else nothing reads it."""
         operands = [address, self.atomic_operand()]
         if op == "cas":
             operands.append(self.atomic_operand())
         if op in ("inc", "dec") and self.rng.random() < 0.7:
             operands[1] = str(self.rng.choice([1, 2, 3, 5, 100]))
         if not keep_old and op not in ("exch", "cas") and self.rng.random() < 0.5:
-            return [f"red.{space}.{op}.{type_name} {', '.join(operands)};"]
-        line = f"atom.{space}.{op}.{type_name} %t3, {', '.join(operands)};"
+            return [f"red{space}.{op}.{type_name} {', '.join(operands)};"]
+        line = f"atom{space}.{op}.{type_name} %t3, {', '.join(operands)};"
         return [line, self.fold(self.value(), "%t3")] if keep_old else [line]
 
     def any_op(self) -> tuple[str, str]:
@@ -332,18 +348,25 @@ class CooperativeWriter:
                 index = [f"mov.u32 %t0, {self.rng.randrange(count)};"]
             else:
                 index = [f"and.b32 %t0, {self.value()}, {count - 1};"]
+            address_lines, address, space = self.word_address("fuzz_counts", "%t0")
+            if index[0].startswith("mov") and self.rng.random() < 0.5:   # a constant word
+                word = int(index[0].split(", ")[1].rstrip(";"))
+                index, address_lines, address, space = [], [], \
+                    f"[fuzz_counts{'+' + str(4 * word) if word else ''}]", ".shared"
             free = per_warp or self.shape.single_warp
             op, type_name = self.any_op() if free else shared_op
-            address = self.rng.choice(["[%t1]", "[%t1+0]"])
-            atomic = self.atomic_line("shared", op, type_name, address, keep_old=free)
-            lines += self.guarded(index + self.slot_address("fuzz_counts", "%t0") + atomic)
+            if address == "[%t1]":
+                address = self.rng.choice(["[%t1]", "[%t1+0]"])
+            atomic = self.atomic_line(space, op, type_name, address, keep_old=free)
+            lines += self.guarded(index + address_lines + atomic)
         return lines
 
     def read_counters(self) -> list[str]:
         """The first threads read their counter back; maybe add it into `atomics`."""
         count = self.shape.counters
-        lines = [f"setp.lt.u32 %p3, %r0, {count};"] + self.slot_address("fuzz_counts", "%r0")
-        lines += ["@%p3 ld.shared.u32 %t2, [%t1];", f"@%p3 {self.fold(self.value(), '%t2')}"]
+        address_lines, address, space = self.word_address("fuzz_counts", "%r0")
+        lines = [f"setp.lt.u32 %p3, %r0, {count};"] + address_lines
+        lines += [f"@%p3 ld{space}.u32 %t2, {address};", f"@%p3 {self.fold(self.value(), '%t2')}"]
         if self.rng.random() < 0.4:
             op, type_name = self.global_atomic_op()
             if op in ("exch", "cas"):                # red has neither
@@ -357,15 +380,22 @@ class CooperativeWriter:
     # shared bytes ----------------------------------------------------------------------------
 
     def init_bytes(self) -> list[str]:
-        self.state.bytes |= set(range(4 * self.shape.byte_words))
+        if not self.exited:
+            self.state.bytes |= set(range(4 * self.shape.byte_words))
         return self.first_threads_write("fuzz_bytes", self.shape.byte_words, self.source())
 
     def store_bytes(self) -> list[str]:
         """Each thread stores a byte (or a halfword) of fuzz_bytes, a permutation of them."""
         size = self.rng.choice([1, 2])
         lines, index = self.permuted_tid(self.shape.block)
-        lines += [f"{'shl.b32 %t0, ' + index + ', 1' if size == 2 else 'mov.u32 %t0, ' + index};",
-                  "mov.u32 %t4, fuzz_bytes;", "add.s32 %t1, %t4, %t0;"]
+        lines.append(f"shl.b32 %t0, {index}, 1;" if size == 2 else f"mov.u32 %t0, {index};")
+        space, address = ".shared", "[%t1]"
+        if self.rng.random() < 0.8:
+            lines += ["mov.u32 %t4, fuzz_bytes;", "add.s32 %t1, %t4, %t0;"]
+        else:                                        # through a generic address
+            lines += ["mov.u64 %rd2, fuzz_bytes;", "cvta.shared.u64 %rd2, %rd2;",
+                      "cvt.u64.u32 %rd3, %t0;", "add.s64 %rd3, %rd2, %rd3;"]
+            space, address = "", "[%rd3]"
         value = self.value()
         if self.rng.random() < 0.3:
             lines.append(f"{self.rng.choice(BINARY_OPS)} %t2, {value}, {self.source()};")
@@ -374,14 +404,15 @@ class CooperativeWriter:
         if len(self.state.bytes) == 4 * self.shape.byte_words and self.rng.random() < 0.3:
             lines += self.condition()
             guard = self.rng.choice(["@%p3 ", "@!%p3 "])
-        self.state.bytes |= set(range(size * self.shape.block))
-        return lines + [f"{guard}st.shared.u{8 * size} [%t1], {value};"]
+        if not self.exited:
+            self.state.bytes |= set(range(size * self.shape.block))
+        return lines + [f"{guard}st{space}.u{8 * size} {address}, {value};"]
 
     def read_bytes(self) -> list[str]:
         defined = self.state.bytes
         words = [w for w in range(self.shape.byte_words) if {4 * w + i for i in range(4)}
                  <= defined]
-        if words and self.rng.random() < 0.6:
+        if words and self.rng.random() < 0.45:
             if len(words) == self.shape.byte_words and self.rng.random() < 0.5:
                 lines = ["shr.u32 %t0, %r0, 1;"] + self.slot_address("fuzz_bytes", "%t0") + \
                     ["ld.shared.u32 %t2, [%t1];"]
@@ -497,7 +528,7 @@ class CooperativeWriter:
         """`if (__any_sync(-1, p)) { ... }`: the whole warp goes one way, so a shuffle is
         still converged inside."""
         skip = self.label("uniform")
-        body = self.shuffle() if self.shape.whole_warps else self.arithmetic()
+        body = self.shuffle() if self.converged else self.arithmetic()
         return self.condition() + ["vote.sync.any.pred %p4, %p3, -1;", f"@!%p4 bra {skip};"] + \
             body + [f"{skip}:"]
 
@@ -517,7 +548,7 @@ class CooperativeWriter:
             lines += [f"and.b32 %t0, {self.value()}, {GLOBAL_ATOMIC_WORDS - 1};",
                       "mul.wide.u32 %rd3, %t0, 4;", "add.s64 %rd3, %rd2, %rd3;"]
             address = "[%rd3]"
-        atomic = self.atomic_line("global", op, type_name, address,
+        atomic = self.atomic_line(".global", op, type_name, address,
                                   keep_old=self.shape.single_warp)
         return lines[:2] + self.guarded(lines[2:] + atomic)
 
@@ -586,21 +617,47 @@ class CooperativeWriter:
         if state.bytes:
             byte_roles.append((self.read_bytes, 3))
         chosen = []
-        for roles, chance in ((words, 0.6), (counters, 0.6), (byte_roles, 0.35)):
+        for roles, chance in ((words, 0.6), (counters, 0.6), (byte_roles, 0.45)):
             if rng.random() < chance:
                 makers, weights = zip(*roles)
                 chosen.append(rng.choices(makers, weights)[0])
         free = [(self.arithmetic, 3), (self.vote, 2), (self.divergent_vote, 1),
                 (self.global_atomic, 2), (self.global_store, 1), (self.diamond, 2),
                 (self.uniform_branch, 1)]
-        if shape.whole_warps:
+        if self.converged:
             free.append((self.shuffle, 4))
         makers, weights = zip(*free)
         chosen += rng.choices(makers, weights, k=rng.randint(0, 3))
         rng.shuffle(chosen)
-        if self.leader_write in chosen and shape.whole_warps and rng.random() < 0.7:
+        if self.leader_write in chosen and self.converged and rng.random() < 0.7:
             chosen.insert(chosen.index(self.leader_write), self.shuffle)  # a block reduction
         return chosen
+
+    def barrier(self) -> list[str]:
+        """`__syncthreads()`, or one in each side of a branch every warp takes as a whole
+        (PTX's barrier 0 counts arrivals, whichever `bar.sync 0` they are at)."""
+        if self.rng.random() < 0.8:
+            return [self.rng.choice(["bar.sync 0;", "bar.sync 0;", "barrier.sync 0;"])]
+        other, join = self.label("other_side"), self.label("sides_join")
+        if self.rng.random() < 0.5:
+            condition = ["shr.u32 %t0, %r0, 2;", f"setp.{self.rng.choice(['lo', 'eq', 'ne'])}"
+                         f".u32 %p3, %t0, {self.rng.randrange(self.shape.warps + 1)};"]
+        else:                                        # alike in a warp: a vote
+            condition = self.condition() + ["vote.sync.all.pred %p3, %p3, -1;"]
+        return condition + [f"@%p3 bra {other};", *self.arithmetic(), "bar.sync 0;",
+                            *self.arithmetic(), f"bra {join};", f"{other}:",
+                            *self.arithmetic(), "barrier.sync 0;", *self.arithmetic(),
+                            f"{join}:"]
+
+    def early_exit(self) -> list[str]:
+        """Some threads return before the next phases: whole warps (shuffles go on), or as
+        the data says.  Barriers wait for the threads that have not exited."""
+        self.exited = True
+        if self.rng.random() < 0.5:
+            return ["shr.u32 %t0, %r0, 2;",
+                    f"setp.eq.u32 %p3, %t0, {self.rng.randrange(self.shape.warps)};", "@%p3 ret;"]
+        self.converged = False
+        return self.condition() + ["@%p3 ret;"]
 
     def phase(self) -> list[str]:
         if self.state.words >= self.shape.block and self.rng.random() < 0.15:
@@ -657,7 +714,9 @@ class CooperativeWriter:
         body = []
         for number in range(self.rng.randint(2, 4)):
             if number:
-                body.append(self.rng.choice(["bar.sync 0;", "bar.sync 0;", "barrier.sync 0;"]))
+                body += self.spend(self.barrier())
+            if self.rng.random() < 0.12:
+                body += self.spend(self.early_exit())
             body += self.phase()
         lines = prologue + body + epilogue
         text = "\n".join(line if line.endswith(":") else f"\t{line}" for line in lines)
@@ -692,7 +751,7 @@ class CooperativeWriter:
 def slot_cost(line: str) -> int:
     """Roughly the machine instructions a PTX line becomes (docs/ptx.md)."""
     opcode = line.split()[1] if line.startswith("@") else line.split(" ", 1)[0]
-    if line.endswith(":") or opcode.startswith("cvta") or opcode == "mov.u32" and \
+    if line.endswith(":") or opcode.startswith("cvta.to") or opcode == "mov.u32" and \
             " fuzz_" in line:
         return 0
     if opcode.startswith("shfl"):
@@ -701,7 +760,8 @@ def slot_cost(line: str) -> int:
             (members.startswith("%"))
     if opcode.startswith("vote") and ".pred" in opcode:
         return 4
-    return {"popc.b32": 11, "mul.wide.s32": 2, "mul.wide.u32": 2}.get(opcode, 1)
+    return {"popc.b32": 11, "mul.wide.s32": 2, "mul.wide.u32": 2,
+            "cvta.shared.u64": 2}.get(opcode, 1)
 
 
 def random_word(rng: random.Random) -> int:

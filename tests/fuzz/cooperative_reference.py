@@ -27,9 +27,9 @@ and its shrinker cannot turn a kernel into one whose answer is a matter of sched
   old value is read (by either order the word ends the same; the old values would differ);
 - an undefined value read: shared memory before any thread wrote it, a shuffle from a lane
   that does not run it, a register never written;
-- a barrier that only some lanes of a warp reach, that warps of a block reach at different
-  `bar` instructions, or that a thread of the block exited before (CUDA: "only if the
-  condition evaluates identically across the entire thread block");
+- a barrier that only some of a warp's lanes that have not exited reach (PTX has each wait
+  for the others of its warp, which QwenGPU does not; a barrier waits for the threads of the
+  block that have not exited, at any `bar.sync 0`, as PTX's barrier 0 counts arrivals);
 - a shuffle or vote whose member mask leaves out a lane running it or names a lane of the
   warp that is not there with it, or whose lanes give different masks.
 
@@ -49,6 +49,7 @@ FULL = 0xFFFF_FFFF
 DEFAULT_STEP_LIMIT = 200_000          # warp steps in one launch
 GLOBAL_SPACING = 0x1_0000
 SHARED_SPACING = 0x1000
+GENERIC_SHARED = 1 << 40              # the generic address of shared byte 0
 UNDEFINED = type("Undefined", (), {"__repr__": lambda self: "UNDEFINED"})()
 
 
@@ -117,6 +118,12 @@ COMMUTATIVE = {"add", "min", "max", "and", "or", "xor"}   # one of these twice: 
 ORDERING = {"relaxed", "acquire", "release", "acq_rel", "sc", "cta", "gpu", "sys"}
 
 SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
+SPACES = ("global", "shared", "generic")
+
+
+def space_of(parts: list[str]) -> str:
+    """The state space of `ld`/`st` (`ld.shared.u32`, ...; none written: generic)."""
+    return parts[1] if parts[1] in SPACES or parts[1] == "param" else "generic"
 
 
 def serial_order(lanes: list) -> list:
@@ -437,22 +444,15 @@ class Launch:
         return values
 
     def run_block(self, block: Block):
-        """Each warp up to its next barrier in turn; then every warp is past it."""
+        """Each warp up to its next barrier in turn; then every warp is past it.  PTX's
+        `bar.sync` waits for the threads that have not exited, at whichever `bar.sync 0`
+        (barrier 0 counts arrivals, not instructions)."""
         while True:
             for index, warp in enumerate(block.warps):
                 while index not in block.waiting and any(not t.exited for t in warp):
                     self.step(block, index)
             if not block.waiting:
                 return
-            lines = sorted({self.kernel.instructions[pc].line
-                            for pc in block.waiting.values()})
-            exited = [t for warp in block.warps for t in warp if t.exited]
-            if exited:
-                raise NotDefined(f"{exited[0]} exited before the barrier at line {lines[0]}, "
-                                 "which other threads of its block wait at")
-            if len(lines) > 1:
-                raise NotDefined(f"the warps of block {block.index} wait at different "
-                                 f"barriers (lines {', '.join(map(str, lines))})")
             block.waiting.clear()
             block.phase += 1
 
@@ -540,14 +540,19 @@ class Launch:
 
     def address(self, thread: Thread, operand: str, space: str, size: int,
                 ins: Instruction) -> tuple:
+        """The key of the bytes an access reaches; a generic address at or past
+        GENERIC_SHARED is the thread's block's shared memory (what `cvta.shared` makes)."""
         match = ADDRESS.match(operand)
         if match is None:
             raise ins.fail(f"cannot read address {operand!r}")
-        base = match.group(1)
-        width = 64 if space == "global" else 32
-        start = self.read(thread, base, width, ins)
+        width = 32 if space == "shared" else 64
+        start = self.read(thread, match.group(1), width, ins)
         offset = parse_immediate(match.group(2)) if match.group(2) else 0
-        return self.memory.key(space, thread, (start + offset) & mask(width), size, ins)
+        address = (start + offset) & mask(width)
+        if space == "generic":
+            space = "shared" if address >= GENERIC_SHARED else "global"
+            address -= GENERIC_SHARED if space == "shared" else 0
+        return self.memory.key(space, thread, address, size, ins)
 
     # -- what threads do together -----------------------------------------------------------
 
@@ -619,9 +624,11 @@ class Launch:
 
     def atomic(self, thread: Thread, ins: Instruction, phase: int):
         parts, is_red = ins.parts, ins.parts[0] == "red"
-        if len(parts) != 4 or parts[1] not in ("global", "shared") or parts[2] not in ATOMIC \
+        if len(parts) == 3:
+            parts = [parts[0], "generic", *parts[1:]]
+        if len(parts) != 4 or parts[1] not in SPACES or parts[2] not in ATOMIC \
                 or parts[3] not in ("u32", "s32", "b32"):
-            raise ins.fail("not an atom/red.{global,shared}.OP.{u32,s32,b32}")
+            raise ins.fail("not an atom/red{.global,.shared,}.OP.{u32,s32,b32}")
         space, op, type_name = parts[1:]
         operands = ([None] if is_red else []) + ins.operands
         if len(operands) != (4 if op == "cas" else 3) or (is_red and op in ("exch", "cas")):
@@ -661,7 +668,7 @@ class Launch:
             self.write(t, ops[0], self.params[param] & mask(ins.width), ins)
         elif name == "ld":
             size = SIZES[ins.type_name[1:]]
-            key = self.address(t, ops[1], parts[1], size, ins)
+            key = self.address(t, ops[1], space_of(parts), size, ins)
             self.memory.log(key, size, t, phase, "read", ins)
             value = self.memory.read(key, size)
             if value is not UNDEFINED and ins.type_name[0] == "s":
@@ -669,12 +676,16 @@ class Launch:
             self.write(t, ops[0], value, ins)
         elif name == "st":
             size = SIZES[ins.type_name[1:]]
-            key = self.address(t, ops[0], parts[1], size, ins)
+            key = self.address(t, ops[0], space_of(parts), size, ins)
             value = self.read(t, ops[1], 8 * size, ins)
             self.memory.log(key, size, t, phase, "write", ins)
             self.memory.write(key, size, value)
         elif name == "cvta" and parts[1:3] == ["to", "global"]:
             self.write(t, ops[0], self.read(t, ops[1], 64, ins), ins)
+        elif name == "cvta" and parts[1] == "shared":
+            self.write(t, ops[0], self.read(t, ops[1], 32, ins) + GENERIC_SHARED, ins)
+        elif name == "cvta" and parts[1:3] == ["to", "shared"]:
+            self.write(t, ops[0], self.read(t, ops[1], 64, ins) - GENERIC_SHARED, ins)
         elif ins.type_name == "pred" and name in ("and", "or", "xor", "not", "mov"):
             values = [self.predicate(t, operand, ins) for operand in ops[1:]]
             result = {"and": lambda: values[0] and values[1],

@@ -278,16 +278,6 @@ def test_reference_byte_and_halfword_stores_merge_into_words():
     @%p0 bra $L__skip;
     bar.sync 0;
 $L__skip:""", "only some lanes of warp 0"),
-    (8, """    setp.lt.u32 %p0, %r0, 4;
-    @%p0 bra $L__first;
-    bar.sync 0;
-    bra $L__end;
-$L__first:
-    bar.sync 0;
-$L__end:""", "wait at different barriers"),
-    (8, """    setp.ge.u32 %p0, %r0, 4;
-    @%p0 ret;
-    bar.sync 0;""", "exited before the barrier"),
     (4, """    setp.eq.u32 %p0, %r0, 0;
     @%p0 bra $L__skip;
     activemask.b32 %r3;
@@ -317,6 +307,30 @@ def test_reference_accepts_commuting_atomics_of_many_warps():
     ld.shared.u32 %r3, [s];
     st.global.u32 [%rd4], %r3;"""
     assert run_both(kernel(body), 8, [3, -9, 4, 1, 0, 2, 6, -1]) == [[7]] * 8
+
+
+def test_reference_barriers_wait_for_threads_that_have_not_exited():
+    """Threads 5..7 return first; warps 0 and 1 meet at two different `bar.sync 0`s."""
+    body = """    setp.ge.u32 %p0, %r0, 5;
+    @%p0 ret;
+    mov.u32 %r2, s;
+    shl.b32 %r3, %r0, 2;
+    add.s32 %r3, %r2, %r3;
+    st.shared.u32 [%r3], %r1;
+    setp.lt.u32 %p1, %r0, 4;
+    @%p1 bra $L__first;
+    bar.sync 0;
+    bra $L__end;
+$L__first:
+    bar.sync 0;
+$L__end:
+    sub.s32 %r4, 4, %r0;
+    shl.b32 %r4, %r4, 2;
+    add.s32 %r4, %r2, %r4;
+    ld.shared.u32 %r5, [%r4];
+    st.global.u32 [%rd4], %r5;"""
+    assert run_both(kernel(body), 8, [10, 11, 12, 13, 14, 15, 16, 17]) == \
+        [[14], [13], [12], [11], [10], [0], [0], [0]]
 
 
 # wrong evaluators make the check fail ---------------------------------------------------------
