@@ -308,6 +308,9 @@ class CooperativeWriter:
             operands[1] = str(self.rng.choice([1, 2, 3, 5, 100]))
         if not keep_old and op not in ("exch", "cas") and self.rng.random() < 0.5:
             return [f"red{space}.{op}.{type_name} {', '.join(operands)};"]
+        if keep_old and self.rng.random() < 0.25:    # the old value into a source's register
+            into = operands[1] if operands[1].startswith("%v") else self.value()
+            return [f"atom{space}.{op}.{type_name} {into}, {', '.join(operands)};"]
         line = f"atom{space}.{op}.{type_name} %t3, {', '.join(operands)};"
         return [line, self.fold(self.value(), "%t3")] if keep_old else [line]
 
@@ -400,6 +403,9 @@ class CooperativeWriter:
         if self.rng.random() < 0.3:
             lines.append(f"{self.rng.choice(BINARY_OPS)} %t2, {value}, {self.source()};")
             value = "%t2"
+        if self.rng.random() < 0.3:                  # nvcc's 16-bit register
+            lines.append(f"cvt.u{8 * size}.u32 %h0, {value};")
+            value = "%h0"
         guard = ""
         if len(self.state.bytes) == 4 * self.shape.byte_words and self.rng.random() < 0.3:
             lines += self.condition()
@@ -427,8 +433,12 @@ class CooperativeWriter:
                 return []
             start = self.rng.choice(starts)
             kind = self.rng.choice(["u", "s"])
-            lines = [f"ld.shared.{kind}{8 * size} %t2, "
-                     f"[fuzz_bytes{'+' + str(start) if start else ''}];"]
+            address = f"[fuzz_bytes{'+' + str(start) if start else ''}]"
+            if self.rng.random() < 0.3:              # into a 16-bit register, then widened
+                lines = [f"ld.shared.{kind}{8 * size} %h1, {address};",
+                         f"cvt.{kind}32.{kind}16 %t2, %h1;"]
+            else:
+                lines = [f"ld.shared.{kind}{8 * size} %t2, {address};"]
         return lines + [self.fold(self.value(), "%t2")]
 
     # warps ---------------------------------------------------------------------------------
@@ -599,6 +609,18 @@ class CooperativeWriter:
         return self.condition() + [f"@%p3 bra {other};"] + then + [f"bra {join};", f"{other}:"] + \
             side() + [f"{join}:"]
 
+    def loop(self) -> list[str]:
+        """A loop of 0 to 3 iterations as the data says, so lanes leave it at different
+        times: atomics, votes of the lanes still in it, byte stores, arithmetic."""
+        top, done = self.label("loop"), self.label("loop_done")
+        body = []
+        for _ in range(self.rng.randint(1, 2)):
+            body += self.rng.choices([self.global_atomic, self.inner_vote, self.arithmetic,
+                                      self.global_store], [3, 2, 2, 1])[0]()
+        return [f"and.b32 %c0, {self.value()}, 3;", "setp.eq.s32 %p4, %c0, 0;",
+                f"@%p4 bra {done};", f"{top}:", *body, "sub.s32 %c0, %c0, 1;",
+                "setp.ne.s32 %p4, %c0, 0;", f"@%p4 bra {top};", f"{done}:"]
+
     def inner_vote(self) -> list[str]:
         return ["activemask.b32 %k2;"] + self.vote("%k2")
 
@@ -623,7 +645,7 @@ class CooperativeWriter:
                 chosen.append(rng.choices(makers, weights)[0])
         free = [(self.arithmetic, 3), (self.vote, 2), (self.divergent_vote, 1),
                 (self.global_atomic, 2), (self.global_store, 1), (self.diamond, 2),
-                (self.uniform_branch, 1)]
+                (self.uniform_branch, 1), (self.loop, 2)]
         if self.converged:
             free.append((self.shuffle, 4))
         makers, weights = zip(*free)
@@ -714,7 +736,8 @@ class CooperativeWriter:
         body = []
         for number in range(self.rng.randint(2, 4)):
             if number:
-                body += self.spend(self.barrier())
+                body += self.spend(self.barrier()) or self.spend(["bar.sync 0;"]) or \
+                    ["bar.sync 0;"]                  # a barrier is never left out
             if self.rng.random() < 0.12:
                 body += self.spend(self.early_exit())
             body += self.phase()
@@ -738,6 +761,8 @@ class CooperativeWriter:
 \t.reg .b32 %v<{VALUES}>;
 \t.reg .b32 %t<5>;
 \t.reg .b32 %k<3>;
+\t.reg .b32 %c<1>;
+\t.reg .b16 %h<2>;
 \t.reg .b64 %rd<6>;
 \t.shared .align 4 .b8 fuzz_words[{4 * shape.block}];
 \t.shared .align 4 .b8 fuzz_counts[{4 * shape.counters}];

@@ -708,7 +708,7 @@ class Launch:
         elif name == "not":
             result = ~operand(1)
         elif name == "cvt":                                 # integer to integer
-            source = parts[2]
+            source, width = parts[2], type_width(parts[1])
             result = operand(1, type_width(source))
             if source[0] == "s":
                 result = signed(result, type_width(source))
