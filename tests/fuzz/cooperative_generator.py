@@ -32,6 +32,7 @@ live values.  What the loader still refuses (15 registers) is counted as skipped
 
 from __future__ import annotations
 
+import copy
 import random
 from dataclasses import dataclass, field
 
@@ -683,16 +684,20 @@ class CooperativeWriter:
 
     def phase(self) -> list[str]:
         if self.state.words >= self.shape.block and self.rng.random() < 0.15:
-            return self.spend(self.tree())
+            return self.spend(self.tree)
         lines = []
         for maker in self.roles():
-            lines += self.spend(maker())
+            lines += self.spend(maker)
         return lines
 
-    def spend(self, lines: list[str]) -> list[str]:
-        """The lines if the slot budget allows them, else none."""
+    def spend(self, maker) -> list[str]:
+        """`maker()`'s lines if the slot budget allows them; else none, and what the kernel
+        knows of its arrays is as it was (a store left out defines nothing)."""
+        before = (copy.deepcopy(self.state), self.exited, self.converged)
+        lines = maker()
         cost = sum(slot_cost(line) for line in lines)
         if cost > self.budget:
+            self.state, self.exited, self.converged = before
             return []
         self.budget -= cost
         return lines
@@ -736,10 +741,10 @@ class CooperativeWriter:
         body = []
         for number in range(self.rng.randint(2, 4)):
             if number:
-                body += self.spend(self.barrier()) or self.spend(["bar.sync 0;"]) or \
-                    ["bar.sync 0;"]                  # a barrier is never left out
+                body += self.spend(self.barrier) or \
+                    self.spend(lambda: ["bar.sync 0;"]) or ["bar.sync 0;"]   # never left out
             if self.rng.random() < 0.12:
-                body += self.spend(self.early_exit())
+                body += self.spend(self.early_exit)
             body += self.phase()
         lines = prologue + body + epilogue
         text = "\n".join(line if line.endswith(":") else f"\t{line}" for line in lines)
