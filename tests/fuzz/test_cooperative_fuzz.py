@@ -418,3 +418,11 @@ def test_the_shrinker_keeps_a_failure_and_drops_lines(monkeypatch):
     small = shrink_case(case, tries=40)
     lines = lambda c: len(instruction_lines(c.ptx.split("\n")))  # noqa: E731
     assert check_case(small) is not None and lines(small) < lines(case)
+
+
+def test_the_soak_runs_the_cooperative_fuzz(capsys):
+    from bench_scripts import bench_script
+
+    assert bench_script("soak_ptx").main(["--cooperative", "--kernels", "2"]) == 0
+    assert re.search(r"checked 2 cooperative kernels \(seeds 0\.\.1\) .*: 0 mismatches",
+                     capsys.readouterr().out)
