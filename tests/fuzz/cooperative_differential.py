@@ -21,7 +21,7 @@ from qwengpu.ptx.parser import parse_ptx
 from qwengpu.runtime.launch import launch_for_program, run_launch_sim
 
 import cooperative_reference
-from cooperative_generator import KERNEL, CooperativeCase
+from cooperative_launch import KERNEL, CooperativeCase
 from fuzz_differential import Shrinker
 
 WORD = 0xFFFF_FFFF

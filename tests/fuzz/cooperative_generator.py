@@ -36,11 +36,9 @@ import copy
 import random
 from dataclasses import dataclass, field
 
-KERNEL = "fuzz"
-LANES = 4
-MAX_WARPS = 8
-MEMORY_WORDS = 126
-GLOBAL_ATOMIC_WORDS = 4
+from cooperative_launch import (ATOMIC_TYPES, COMMUTING, GLOBAL_ATOMIC_WORDS, KERNEL,
+                                CooperativeCase, Shape, random_shape)
+
 SLOT_BUDGET = 100
 VALUES = 3
 
@@ -53,64 +51,7 @@ BINARY_OPS = ["add.s32", "sub.s32", "mul.lo.s32", "mul.hi.u32", "mul.hi.s32", "a
               "or.b32", "xor.b32", "min.s32", "min.u32", "max.s32", "max.u32"]
 COMPARES = [f"setp.{cmp}.s32" for cmp in ("eq", "ne", "lt", "le", "gt", "ge")] + \
            [f"setp.{cmp}.u32" for cmp in ("lo", "ls", "hi", "hs", "eq", "ne")]
-# atom.OP and the types PTX allows it (ISA, "atom"): .b32 for the bitwise ones, exch, cas
-ATOMIC_TYPES = {"add": ["u32", "s32"], "min": ["u32", "s32"], "max": ["u32", "s32"],
-                "inc": ["u32"], "dec": ["u32"], "and": ["b32"], "or": ["b32"],
-                "xor": ["b32"], "exch": ["b32"], "cas": ["b32"]}
-COMMUTING = ["add", "min", "max", "and", "or", "xor"]
 TREE_OPS = ["add.s32", "xor.b32", "max.s32", "min.u32", "or.b32", "add.u32"]
-
-
-@dataclass
-class CooperativeCase:
-    """A kernel and a launch of it: what both sides of the differential test run."""
-
-    seed: int
-    ptx: str
-    grid: int
-    block: int
-    buffers: dict[str, list[int]]
-    args: list
-
-    def launch_json(self, source: str) -> dict:
-        """A launch file's contents (docs/launch.md) for this case, with `source` the .ptx."""
-        return {"source": source, "kernel": KERNEL, "grid": self.grid, "block": self.block,
-                "buffers": self.buffers, "args": self.args}
-
-
-@dataclass
-class Shape:
-    """The launch and the sizes of the kernel's arrays."""
-
-    grid: int
-    block: int
-    row_in: int
-    row_out: int
-    counters: int                    # words of fuzz_counts, a power of two <= block
-    byte_words: int                  # words of fuzz_bytes: 2 bytes a thread
-    global_store_bytes: int          # 1 or 2: the kernel's st.global.u8 or .u16
-    global_op: tuple[str, str]       # the one atomic of a multi-warp kernel on `atomics`
-
-    @property
-    def warps(self) -> int:          # warps a block
-        return -(-self.block // LANES)
-
-    @property
-    def threads(self) -> int:
-        return self.grid * self.block
-
-    @property
-    def single_warp(self) -> bool:
-        return self.grid == 1 and self.block <= LANES
-
-    @property
-    def whole_warps(self) -> bool:
-        return self.block % LANES == 0
-
-    def memory_words(self) -> int:
-        shared = self.block + self.counters + self.byte_words
-        return self.grid * shared + self.threads * (self.row_in + self.row_out) + \
-            GLOBAL_ATOMIC_WORDS + -(-self.threads * self.global_store_bytes // 4)
 
 
 @dataclass
@@ -796,25 +737,6 @@ def slot_cost(line: str) -> int:
 
 def random_word(rng: random.Random) -> int:
     return rng.choice(EDGE_WORDS) if rng.random() < 0.3 else rng.getrandbits(32)
-
-
-def random_shape(rng: random.Random) -> Shape:
-    grid = rng.choice([1, 1, 1, 2, 2, 3])
-    if rng.random() < 0.3:
-        block = rng.randint(1, LANES) if grid == 1 else LANES * rng.randint(1, 2)
-    else:
-        limit = LANES * (MAX_WARPS // grid)
-        block = rng.choice([LANES * rng.randint(1, limit // LANES), rng.randint(1, limit)])
-    while True:
-        counters = 1 << (min(block, 8).bit_length() - 1)
-        shape = Shape(grid, block, rng.randint(1, 2), rng.randint(1, 3), counters,
-                      -(-block // 2), rng.choice([1, 2]),
-                      (op := rng.choice(COMMUTING), rng.choice(ATOMIC_TYPES[op])))
-        for rows in [(shape.row_in, shape.row_out), (1, shape.row_out), (1, 1)]:
-            shape.row_in, shape.row_out = rows
-            if shape.memory_words() <= MEMORY_WORDS:
-                return shape
-        block -= 1 if block % LANES or block <= LANES else LANES
 
 
 def generate_case(seed: int) -> CooperativeCase:

@@ -29,7 +29,8 @@ import pytest
 import cooperative_reference as reference
 from cooperative_differential import (DoesNotFit, check_case, compare, failure_report,
                                       run_machine, run_reference, shrink_case)
-from cooperative_generator import KERNEL, CooperativeCase, generate_case
+from cooperative_generator import generate_case
+from cooperative_launch import KERNEL, CooperativeCase
 from fuzz_differential import instruction_lines
 
 FUZZ_KERNELS = 200
