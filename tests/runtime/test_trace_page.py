@@ -223,7 +223,7 @@ def test_a_decoded_trace_shows_its_tokens(tmp_path, open_page, protocol):
     go_to_step(page, 69)
     chips = page.locator("#record-tokens .token").all_text_contents()
     assert len(chips) == 31 and chips[:2] == ["warp.b0=00", "pc.b0=11"]
-    assert chips[4:10] == ["rwen=0,pwen=0", "mwen=f,trap=0", "maddr0.b0=20", "maddr1.b0=21", "maddr2.b0=22", "maddr3.b0=23"]
+    assert chips[4:10] == ["rwen=0,pwen=0", "mwen.b0=0f", "maddr0.b0=20", "maddr1.b0=21", "maddr2.b0=22", "maddr3.b0=23"]
     assert chips[-1] == "commit:port3"
 
 
