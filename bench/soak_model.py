@@ -13,6 +13,8 @@ block).  They run in batches of `--batch` launches (a row a launch) on the spars
 the checkpoint's machine cannot hold (registers, memory, warps) is skipped and counted.  It
 prints a line per batch (kernels, records, tokens, mismatches, seconds) and a summary; after
 `--budget` seconds no new batch starts.  The exit status is 1 on any mismatch or error.
+`--cooperative` runs the cooperative fuzz's kernels instead (`tests/fuzz/cooperative_generator.py`:
+shared memory, barriers, atomics, shuffles, votes, byte stores).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ FUZZ = Path(__file__).resolve().parents[1] / "tests" / "fuzz"
 if str(FUZZ) not in sys.path:
     sys.path.insert(0, str(FUZZ))
 
-from ptx_generator import generate_case  # noqa: E402
+import cooperative_generator  # noqa: E402
+import ptx_generator  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=("sparse", "transformers"), default="sparse")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="start no batch after this many seconds")
+    parser.add_argument("--cooperative", action="store_true",
+                        help="the cooperative fuzz's kernels (threads that cooperate)")
     args = parser.parse_args(argv)
+    generate_case = (cooperative_generator if args.cooperative else ptx_generator).generate_case
 
     from qwengpu.errors import UserError
     from qwengpu.runtime.launch import launch_from_dict, machine_limits

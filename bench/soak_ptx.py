@@ -14,6 +14,11 @@ after that many seconds.  The exit status is 1 on any mismatch or error.
 whose one address may leave 32 bits; where the reference faults the machine must trap, and
 elsewhere the buffers must agree.  It also counts the faults and the kernels whose every
 access the loader proved.
+
+`--cooperative` runs the cooperative fuzz instead (`tests/fuzz/cooperative_generator.py`):
+kernels whose threads share memory, wait at barriers, use atomics, shuffles and votes,
+against `tests/fuzz/cooperative_reference.py`; a kernel that does not fit the machine is
+counted as skipped.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ if str(FUZZ) not in sys.path:
 
 import tempfile  # noqa: E402
 
+import cooperative_differential  # noqa: E402
 from address_fuzz import (address_outcomes, describe_disagreement,  # noqa: E402
                           generate_address_case)
 from fuzz_differential import check_case, failure_report  # noqa: E402
+from cooperative_generator import generate_case as generate_cooperative  # noqa: E402
 from ptx_generator import generate_case  # noqa: E402
 
 PROGRESS_EVERY = 100
@@ -45,7 +52,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="stop after this many seconds (no limit)")
     parser.add_argument("--addresses", action="store_true",
                         help="the address-check fuzz (tests/fuzz/address_fuzz.py)")
+    parser.add_argument("--cooperative", action="store_true",
+                        help="the cooperative fuzz (tests/fuzz/cooperative_generator.py)")
     args = parser.parse_args(argv)
+    if args.cooperative and args.addresses:
+        parser.error("--cooperative and --addresses are two different fuzzes")
+    if args.cooperative:
+        skipped = {"skipped (do not fit)": 0}
+
+        def check_cooperative(seed: int) -> str | None:
+            case = generate_cooperative(seed)
+            try:
+                difference = cooperative_differential.check_case(case)
+            except cooperative_differential.DoesNotFit:
+                skipped["skipped (do not fit)"] += 1
+                return None
+            return None if difference is None else \
+                cooperative_differential.failure_report(case, difference)
+
+        return soak(args, "cooperative kernels", check_cooperative, skipped)
     if not args.addresses:
         return soak(args, "kernels", lambda seed: _differential(generate_case(seed)))
     counts = {"fault (each must trap)": 0, "with every access proven": 0}

@@ -1,7 +1,8 @@
 """32-bit integer helpers for the example models, with CUDA C semantics, and the grid loop.
 
 The models in `examples/*/model.py` are plain-Python readings of each `kernel.cu`: one
-function per thread, run for every (blockIdx, threadIdx) of the launch.  They never use the
+function per thread, run for every (blockIdx, threadIdx) of the launch (each a `Dim3`: an
+int, its x, with `.x`, `.y`, `.z`, for launches of 2 and 3 dimensions).  They never use the
 project's own code.  Conventions:
 
 - an `int` variable of the kernel is a Python int in [-2**31, 2**31); an `unsigned` variable
@@ -219,14 +220,41 @@ class Buffer:
         return len(self.words)
 
 
+class Dim3(int):
+    """CUDA's uint3/dim3: `.x`, `.y`, `.z`; as an int it is its x, so that a 1-D model reads
+    `th.threadIdx` and a 2-D one `th.threadIdx.y`."""
+
+    def __new__(cls, x: int, y: int = 0, z: int = 0):
+        value = super().__new__(cls, x)
+        value.x, value.y, value.z = x, y, z
+        return value
+
+    def __repr__(self) -> str:
+        return f"Dim3({self.x}, {self.y}, {self.z})"
+
+
 @dataclass(frozen=True)
 class Thread:
-    """The special registers of one CUDA thread (x dimension only)."""
+    """The special registers of one CUDA thread: threadIdx, blockIdx, blockDim, gridDim."""
 
-    threadIdx: int
-    blockIdx: int
-    blockDim: int
-    gridDim: int
+    threadIdx: Dim3
+    blockIdx: Dim3
+    blockDim: Dim3
+    gridDim: Dim3
+
+
+def dims(value) -> Dim3:
+    """A launch file's `grid`/`block` (a number, or a list of 1 to 3 numbers) as a Dim3."""
+    if isinstance(value, int):
+        return Dim3(value, 1, 1)
+    padded = list(value) + [1] * (3 - len(value))
+    return Dim3(*padded)
+
+
+def points(shape: Dim3) -> list[Dim3]:
+    """Every index of a shape, as CUDA lists them (z outermost, x innermost)."""
+    return [Dim3(x, y, z) for z in range(shape.z) for y in range(shape.y)
+            for x in range(shape.x)]
 
 
 def _one_pass(launch: dict, thread_fn: Callable, order: str) -> dict:
@@ -237,8 +265,8 @@ def _one_pass(launch: dict, thread_fn: Callable, order: str) -> dict:
             args.append(buffers[arg])
         else:
             args.append(to_signed(arg))
-    grid, block = launch["grid"], launch["block"]
-    threads = [(b, t) for b in range(grid) for t in range(block)]
+    grid, block = dims(launch["grid"]), dims(launch["block"])
+    threads = [(b, t) for b in points(grid) for t in points(block)]
     if order == "reverse":
         threads.reverse()
     for b, t in threads:
@@ -258,3 +286,51 @@ def run_grid(launch: dict, thread_fn: Callable) -> dict:
     if forward != backward:
         raise AssertionError("the result depends on thread order: the kernel has a race")
     return {"buffers": forward}
+
+
+# --- blocks and warps: for kernels whose threads cooperate ------------------------------
+
+WARP_SIZE = 4        # QwenGPU's warps (warpSize in CUDA, WARP_SZ in PTX)
+
+
+@dataclass(frozen=True)
+class Group:
+    """A block (or a warp) of threads the model runs as one: `threads` are their threadIdx."""
+
+    blockIdx: int
+    blockDim: int
+    gridDim: int
+    threads: tuple[int, ...]
+
+    @property
+    def first(self) -> int:
+        """The global index of the block's thread 0."""
+        return self.blockIdx * self.blockDim
+
+
+def _arguments(launch: dict) -> tuple[dict, list]:
+    buffers = {name: Buffer(name, words) for name, words in launch["buffers"].items()}
+    args = [buffers[arg] if isinstance(arg, str) else to_signed(arg) for arg in launch["args"]]
+    return buffers, args
+
+
+def run_blocks(launch: dict, block_fn: Callable) -> dict:
+    """Run `block_fn(block, *args)` once a block: for kernels whose threads share memory and
+    barriers, written as the block's phases (what holds between two __syncthreads)."""
+    buffers, args = _arguments(launch)
+    grid, block = launch["grid"], launch["block"]
+    for b in range(grid):
+        block_fn(Group(b, block, grid, tuple(range(block))), *args)
+    return {"buffers": {name: buf.words for name, buf in buffers.items()}}
+
+
+def run_warps(launch: dict, warp_fn: Callable) -> dict:
+    """Run `warp_fn(warp, *args)` once a warp of WARP_SIZE threads (the last may be short):
+    for kernels of shuffles, votes, and atomics whose order within a warp matters."""
+    buffers, args = _arguments(launch)
+    grid, block = launch["grid"], launch["block"]
+    for b in range(grid):
+        for first in range(0, block, WARP_SIZE):
+            threads = tuple(range(first, min(first + WARP_SIZE, block)))
+            warp_fn(Group(b, block, grid, threads), *args)
+    return {"buffers": {name: buf.words for name, buf in buffers.items()}}

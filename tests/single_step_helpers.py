@@ -42,7 +42,7 @@ import torch
 from qwengpu.trace.protocol import TraceProtocol
 from qwengpu.dsl.interp import Simulator, compile_step
 from qwengpu.dsl.netlist import Design
-from qwengpu.isa import PT, RZ, Cmp, Instruction, Op, Special
+from qwengpu.isa import ACCESSES_MEMORY, PT, RZ, Cmp, Instruction, Op, Special
 from qwengpu.trace.decode import DecodeError, TraceDecoder
 from qwengpu.trace.prompt import state_prompt
 
@@ -123,6 +123,20 @@ def _qwengpu_state(design: Design, rng: random.Random, constraints: dict) -> Sta
         "halted": [int(constraints.get("halted", 0))],
         "trap": [0],
     }
+    # Blocks of consecutive warps, each with a window of shared memory; threads' windows of
+    # local memory; some warps waiting at a barrier.
+    per_block = rng.randrange(1, warps + 1)
+    shared_words = rng.randrange(mem_words + 1)
+    local_words = rng.randrange(min(mem_words, 8) + 1)
+    shared_base = [rng.randrange(mem_words) for _ in range(-(-warps // per_block))]
+    state.update({
+        "warp_block": [w // per_block for w in range(warps)],
+        "warp_shared": [shared_base[w // per_block] for w in range(warps)],
+        "thread_local": [rng.randrange(mem_words) for _ in range(warps * lanes)],
+        "waiting": [int(rng.random() < 0.2) for _ in range(warps)],
+        "shared_words": [shared_words],
+        "local_words": [local_words],
+    })
     if "op" in constraints:
         # The issuing warp and PC depend on live, pc and last_warp only, not on the program:
         # one interpreter step tells where it fetches, then that slot gets the wanted opcode.
@@ -176,14 +190,21 @@ def _random_instruction(rng: random.Random, shape: _Shape, op: int | None = None
         fields["c"] = pred()
     elif op in (Op.PAND, Op.POR, Op.PXOR, Op.PNOT):
         fields.update(d=pred(), a=pred(), b=pred())
-    elif op in (Op.LD, Op.ST):
+    elif op in ACCESSES_MEMORY:
         word = rng.randrange(shape.mem_words)
         fields["imm"] = 4 * word
+        fields["space"] = rng.choice((0, 0, 1, 2)) if not faulty or rng.random() < 0.7 else 3
+        if fields["space"] and rng.random() < 0.7:
+            fields["imm"] = 4 * rng.randrange(8)   # an offset into a small window
+        if op in (Op.ST_U8, Op.ST_U16):
+            fields["imm"] += rng.randrange(4)      # any byte (st.u16: odd ones misalign)
         if rng.random() < 0.6:
             fields["a"] = RZ                       # an absolute address
         if faulty:
             fields["imm"] = rng.choice((4 * shape.mem_words, 4 * word + rng.randrange(1, 4),
                                         MINUS_ONE - 3))
+    elif op == Op.VOTE:
+        fields["a"] = pred()
     elif op == Op.BRA:
         fields["imm"] = rng.randrange(shape.prog_words)
     elif op == Op.S2R:

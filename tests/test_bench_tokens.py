@@ -17,6 +17,6 @@ def test_tokens_per_kernel_and_record_kind(capsys):
     assert rows["serial_mad"][1:6] == ["|", "13", "162", "12.5", "130"]
     # a trap ends the trace as a stop does: 10 records and <eos>
     assert rows["out_of_bounds"][1:5] == ["|", "10", "241", "24.1"]
-    assert "too_big refused: " in out and "needs 22 registers" in out
+    assert "too_big refused: " in out and "needs 42 registers" in out
     assert "2 kernels, 23 records, 403 trace tokens: 17.5 tokens per record" in out
     assert "costliest record kinds (most tokens, mean): " in out

@@ -70,11 +70,10 @@ def test_layout(example: Path):
     for name in ("kernel.cu", "kernel.ptx", "launch.json", "expected.json", "model.py"):
         assert (example / name).is_file(), f"{example.name}: missing {name}"
     launch = _load(example, "launch.json")
-    assert set(launch) == {"source", "kernel", "grid", "block", "buffers", "args"}
+    required = {"source", "kernel", "grid", "block", "buffers", "args"}
+    assert required <= set(launch) <= required | {"shared_bytes"}
     assert launch["source"] == "kernel.cu"
-    grid, block = launch["grid"], launch["block"]
-    assert isinstance(grid, int) and grid >= 1
-    assert isinstance(block, int) and block >= 1
+    grid, block = _threads(launch["grid"]), _threads(launch["block"])
     assert grid * -(-block // LANES) <= WARPS, "more warps than the machine has"
     words = 0
     for name, values in launch["buffers"].items():
@@ -104,17 +103,36 @@ def test_layout(example: Path):
             assert all(isinstance(v, int) and -(2**31) <= v < 2**31 for v in values)
 
 
+def _threads(shape) -> int:
+    """A launch's grid or block (a number, or a list of 1 to 3: dim3) as a count."""
+    numbers = [shape] if isinstance(shape, int) else shape
+    assert isinstance(numbers, list) and 1 <= len(numbers) <= 3
+    assert all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in numbers)
+    count = 1
+    for number in numbers:
+        count *= number
+    return count
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
 def test_kernel_source_rules(example: Path):
     source = (example / "kernel.cu").read_text()
     code = re.sub(r"//[^\n]*", "", source)
     launch = _load(example, "launch.json")
     assert re.search(r'extern\s+"C"\s+__global__\s+void\s+' + launch["kernel"] + r"\s*\(", code)
-    for banned in ("float", "double", "__shared__", "atomic", "printf", "malloc"):
+    for banned in ("float", "double", "printf", "malloc"):
         assert banned not in code, f"{example.name}: uses {banned}"
     ptx = (example / "kernel.ptx").read_text()
-    for banned in (".local", ".shared", "div.", "rem.", "atom.", ".f32", ".f64", "call"):
+    for banned in (".f32", ".f64", "vprintf"):
         assert banned not in ptx, f"{example.name}: PTX contains {banned}"
+    # a division is a 330-record loop unless it is by a constant: only by the warp's size,
+    # except in the example that is about division
+    if example.name == "divide64":
+        return
+    warp_size = set(re.findall(r"mov\.u32\s+(%r\d+),\s*WARP_SZ;", ptx))
+    for divisor in re.findall(r"\b(?:div|rem)\.[su]32\s+%r\d+,\s*%r\d+,\s*(%r\d+);", ptx):
+        assert divisor in warp_size, f"{example.name}: divides by a variable ({divisor})"
+    assert not re.search(r"\b(?:div|rem)\.[su](?:8|16|64)\b", ptx), example.name
 
 
 def test_regen_script_uses_the_project_flags():

@@ -18,7 +18,7 @@ from qwengpu.commands.check import add_parameter_option, parse_overrides
 from qwengpu.errors import CapacityError, Location
 from qwengpu.isa import Instruction, Trap, format_instruction
 from qwengpu.isa.asm import AsmProgram, assemble_file
-from qwengpu.runtime.machine_state import (MachineRun, load_machine, new_simulator,
+from qwengpu.runtime.machine_state import (MachineRun, Windows, load_machine, new_simulator,
                                            run_simulator, signed_word, warps_per_block)
 
 NAME = "sim"
@@ -133,10 +133,15 @@ def to_json(result: MachineRun, program: AsmProgram, warps: int) -> dict:
 def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.param, getattr(args, "parser", None))
     machine = load_machine(args.spec, overrides)
-    program = assemble_file(args.program)
+    program = assemble_file(args.program, machine.isa)
     try:
+        # an assembly program's windows lie at the top of memory, clear of its .mem words
+        needed = program.grid * (program.shared_words + program.block * program.local_words)
+        first = max(len(program.memory), machine.shape.mem_words - needed)
+        windows = Windows.laid_out(first, program.grid, program.block,
+                                   program.shared_words, program.local_words, machine.shape)
         sim = new_simulator(machine, program.instructions, program.memory, program.params,
-                            program.grid, program.block)
+                            program.grid, program.block, windows)
     except CapacityError as error:
         raise CapacityError(error.message, Location(program.file)) from None
     result = run_simulator(sim, args.max_records)

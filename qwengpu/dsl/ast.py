@@ -231,6 +231,7 @@ class EnumMember:
     name: str
     value: Expr | None           # None: one more than the previous member
     loc: Location
+    text: str | None = None      # the member's string (`ADD = 2 "add rd, ra, B"`), if any
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,8 @@ class Elaborator(ExpressionElaborator):
             next_value = value + 1
         self.globals.define(d.name, EnumBinding(d.name, width, members), d.loc)
         self.design.enums[d.name] = members
+        self.design.enum_texts[d.name] = {m.name: m.text for m in d.members if m.text is not None}
+        self.design.enum_locs[d.name] = {m.name: m.loc for m in d.members}
 
     def _decl_fndecl(self, d: ast.FnDecl) -> None:
         seen: set[str] = set()

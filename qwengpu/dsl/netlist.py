@@ -156,6 +156,9 @@ class Design:
     param_docs: dict[str, str] = field(default_factory=dict)
     constants: dict[str, int] = field(default_factory=dict)
     enums: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Each enum member's string, where the spec gives one (the ISA's assembly forms).
+    enum_texts: dict[str, dict[str, str]] = field(default_factory=dict)
+    enum_locs: dict[str, dict[str, Location]] = field(default_factory=dict)
     memories: dict[str, MemorySpec] = field(default_factory=dict)
     registers: dict[str, RegisterSpec] = field(default_factory=dict)
     stages: list[StageSpec] = field(default_factory=list)

@@ -161,8 +161,12 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def enum_member(self, meta, children):
-        value = children[1] if len(children) > 1 else None
-        return ast.EnumMember(str(children[0]), value, self._loc(meta))
+        name, *rest = children
+        text = None
+        if rest and isinstance(rest[-1], Token) and rest[-1].type == "STRING":
+            text = str(rest.pop())[1:-1]
+        value = rest[0] if rest else None
+        return ast.EnumMember(str(name), value, self._loc(meta), text)
 
     @v_args(meta=True)
     def fn_decl(self, meta, children):

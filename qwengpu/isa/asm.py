@@ -18,6 +18,8 @@ The grammar is `asm.lark`; every mistake is an `AsmError` at its line and column
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -26,8 +28,9 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from qwengpu.dsl.parser import parse_number   # numbers are written as in the HDL
-from qwengpu.isa import (BINARY_ALU, LANES, MASK32, PT, PREDS, REGS, RZ, Cmp, Instruction, Op,
-                         Special)
+from qwengpu.isa import DEFAULT_ISA, LANES, MASK32, PT, PREDS, REGS, RZ, Instruction, Op, Special
+from qwengpu.isa.machine import MachineIsa, Opcode
+from qwengpu.isa.syntax import Operand, suffix
 from qwengpu.errors import Location, UserError, not_text
 
 GRAMMAR_PATH = Path(__file__).with_name("asm.lark")
@@ -37,39 +40,30 @@ class AsmError(UserError):
     """A mistake in an assembly program."""
 
 
-# The operands each opcode takes, in order.  "B" is a register or an immediate.
-_BINARY = ("d:reg", "a:reg", "B")
-OPERANDS: dict[Op, tuple[str, ...]] = {
-    Op.INVALID: (), Op.NOP: (), Op.EXIT: (),
-    Op.ABS: ("d:reg", "a:reg"),
-    **{op: _BINARY for op in BINARY_ALU},
-    Op.MAD: ("d:reg", "a:reg", "B", "c:reg"),
-    Op.SETP: ("d:pred", "a:reg", "B"),
-    Op.SELP: ("d:reg", "a:reg", "B", "c:pred"),
-    Op.PAND: ("d:pred", "a:pred", "b:pred"),
-    Op.POR: ("d:pred", "a:pred", "b:pred"),
-    Op.PXOR: ("d:pred", "a:pred", "b:pred"),
-    Op.PNOT: ("d:pred", "a:pred"),
-    Op.LD: ("d:reg", "address"),
-    Op.ST: ("address", "b:reg"),
-    Op.BRA: ("target",),
-    Op.S2R: ("d:reg", "special"),
-    Op.LDP: ("d:reg", "index"),
-}
-
-
-def _mnemonics() -> dict[str, tuple[Op, int]]:
-    """mnemonic -> (opcode, comparison code for setp)."""
-    table = {op.name.lower().replace("_", "."): (op, 0) for op in Op if op != Op.SETP}
-    for code in range(16):
-        name = Cmp(code).name.lower() if code < len(Cmp) else f"cmp{code}"
-        table[f"setp.{name}"] = (Op.SETP, code)
+def mnemonic_table(isa: MachineIsa) -> dict[str, tuple[Opcode, dict[str, int]]]:
+    """mnemonic -> (opcode, the fields its suffixes fix), every suffix value spelled out
+    (`setp.lt`, `setp.cmp12`, `ld.shared`, ...)."""
+    table = {}
+    for opcode in isa.opcodes.values():
+        choices = []
+        for field_name, enum in opcode.syntax.placeholders:
+            width = isa.fields[field_name].width
+            choices.append([(field_name, value, suffix(enum, isa.enums[enum],
+                                                       isa.enum_texts.get(enum, {}), value))
+                            for value in range(1 << width)])
+        for combination in itertools.product(*choices):
+            fixed = {field_name: value for field_name, value, _text in combination}
+            texts = iter(text for _field, _value, text in combination)
+            name = re.sub(r"\{\w+:\w+\}", lambda _match: next(texts), opcode.syntax.mnemonic)
+            table[name] = (opcode, fixed)
     return table
 
 
-MNEMONICS = _mnemonics()
+MNEMONICS = mnemonic_table(DEFAULT_ISA)
 SPECIALS = {special.name.lower(): int(special) for special in Special}
-DIRECTIVES = ("grid", "block", "param", "mem")
+DIRECTIVES = ("grid", "block", "param", "mem", "shared", "local")
+# What an enum operand is called in messages.
+_ENUM_WORDS = {"Special": "a special register"}
 
 
 @dataclass
@@ -85,6 +79,8 @@ class AsmProgram:
     block: int = LANES
     params: list[int] = field(default_factory=list)       # words, already modulo 2**32
     memory: list[int] = field(default_factory=list)       # words from address 0 up
+    shared_words: int = 0      # shared memory a block has (laid out after the memory image)
+    local_words: int = 0       # local memory a thread has (after the blocks' shared memory)
 
 
 @lru_cache(maxsize=1)
@@ -94,7 +90,9 @@ def _lark() -> Lark:
 
 
 class _Assembler:
-    def __init__(self, source: str, file: str):
+    def __init__(self, source: str, file: str, isa: MachineIsa = DEFAULT_ISA):
+        self.isa = isa
+        self.mnemonics = MNEMONICS if isa is DEFAULT_ISA else mnemonic_table(isa)
         self.program = AsmProgram(file, source)
         self.file = file
         self.source = source
@@ -146,7 +144,7 @@ class _Assembler:
         name = str(token)
         if name in self.program.labels:
             raise self.error(f"label '{name}' is already defined", token)
-        if name.lower() in MNEMONICS or _register_index(name) is not None:
+        if name.lower() in self.mnemonics or _register_index(name) is not None:
             raise self.error(f"'{name}' cannot be a label (it is a mnemonic or a register)",
                              token)
         self.program.labels[name] = len(self.program.instructions)
@@ -158,7 +156,12 @@ class _Assembler:
         if name not in DIRECTIVES:
             raise self.error(f"unknown directive .{name} (directives: "
                              f"{', '.join('.' + d for d in DIRECTIVES)})", name_token)
-        if name in ("grid", "block"):
+        if name in ("shared", "local"):
+            self._expect_count(tree, name, values, 1)
+            if values[0] < 0:
+                raise self.error(f".{name} is a number of words, not {values[0]}", numbers[0])
+            setattr(self.program, f"{name}_words", values[0])
+        elif name in ("grid", "block"):
             self._expect_count(tree, name, values, 1)
             if name in self.directive_locs:
                 raise self.error(f".{name} is already given (at {self.directive_locs[name]})",
@@ -214,60 +217,62 @@ class _Assembler:
         mnemonic = children.pop(0)
         operands = children[0].children if children else []
         key = str(mnemonic).lower()
-        if key not in MNEMONICS:
+        if key not in self.mnemonics:
             raise self.error(f"unknown instruction '{mnemonic}'", mnemonic)
-        op, compare = MNEMONICS[key]
-        fields: dict[str, int | bool] = {"c": compare} if op == Op.SETP else {}
+        opcode, fixed = self.mnemonics[key]
+        fields: dict[str, int | bool] = dict(fixed)
         if guard is not None:
             *negate, pred = guard.children
             fields["pn"] = bool(negate)
             fields["pg"] = self._pred(pred)
-        kinds = OPERANDS[op]
+        kinds = opcode.syntax.operands
         if len(operands) != len(kinds):
             where = operands[len(kinds)] if len(operands) > len(kinds) else mnemonic
             raise self.error(f"{key} takes {len(kinds)} operand{'s' if len(kinds) != 1 else ''}"
                              f", got {len(operands)}", _start(where))
         for kind, operand in zip(kinds, operands):
             self._operand(kind, operand, fields)
+        op = Op[opcode.name] if self.isa is DEFAULT_ISA else opcode.value
         self.program.instructions.append(Instruction(op=op, **fields))
         self.program.lines.append(mnemonic.line)
 
     # ---- operands
 
-    def _operand(self, kind: str, operand, fields: dict) -> None:
-        slot, _, what = kind.partition(":")
-        if what == "reg":
-            fields[slot] = self._reg(self._symbol(operand, "a register"))
-        elif what == "pred":
-            fields[slot] = self._pred(self._symbol(operand, "a predicate"))
-        elif kind == "B":
+    def _operand(self, kind: Operand, operand, fields: dict) -> None:
+        if kind.kind == "reg":
+            fields[kind.field] = self._reg(self._symbol(operand, "a register"))
+        elif kind.kind == "pred":
+            fields[kind.field] = self._pred(self._symbol(operand, "a predicate"))
+        elif kind.kind == "B":
             if isinstance(operand, Tree) and operand.data == "number":
                 fields["bimm"] = True
                 fields["imm"] = self._word(self._number(operand), _start(operand))
             else:
                 fields["b"] = self._reg(self._symbol(operand, "a register or an immediate"))
-        elif kind == "address":
+        elif kind.kind == "address":
             fields["a"], fields["imm"] = self._address(operand)
-        elif kind == "target":
+        elif kind.kind == "target":
             if isinstance(operand, Tree) and operand.data == "number":
                 fields["imm"] = self._unsigned(operand, "a branch target")
             else:
                 token = self._symbol(operand, "a label or an instruction index")
                 self.label_uses.append((len(self.program.instructions), token))
-        elif kind == "special":
+        elif kind.kind == "enum":
+            members = {name.lower(): value for name, value in self.isa.enums[kind.enum].items()}
+            what = _ENUM_WORDS.get(kind.enum, f"a member of {kind.enum}")
             if isinstance(operand, Tree) and operand.data == "number":
-                fields["imm"] = self._unsigned(operand, "a special register")
+                fields[kind.field] = self._unsigned(operand, what)
             else:
-                token = self._symbol(operand, "a special register")
-                if str(token).lower() not in SPECIALS:
-                    raise self.error(f"unknown special register '{token}' (one of: "
-                                     f"{', '.join(SPECIALS)})", token)
-                fields["imm"] = SPECIALS[str(token).lower()]
-        elif kind == "index":
+                token = self._symbol(operand, what)
+                if str(token).lower() not in members:
+                    raise self.error(f"unknown {what.removeprefix('a ')} '{token}' (one of: "
+                                     f"{', '.join(members)})", token)
+                fields[kind.field] = members[str(token).lower()]
+        elif kind.kind == "imm":
             if not (isinstance(operand, Tree) and operand.data == "number"):
-                raise self.error("expected a parameter index", _start(operand))
-            fields["imm"] = self._unsigned(operand, "a parameter index")
-        else:  # pragma: no cover - OPERANDS only uses the kinds above
+                raise self.error("expected a number", _start(operand))
+            fields["imm"] = self._unsigned(operand, "a number")
+        else:  # pragma: no cover - qwengpu.isa.syntax only makes the kinds above
             raise AssertionError(kind)
 
     def _symbol(self, operand, expected: str) -> Token:
@@ -330,12 +335,12 @@ def _start(item) -> object:
     return item
 
 
-def assemble(source: str, file: str = "<asm>") -> AsmProgram:
-    """Assemble program text; raises `AsmError` at the first mistake."""
-    return _Assembler(source, file).run()
+def assemble(source: str, file: str = "<asm>", isa: MachineIsa = DEFAULT_ISA) -> AsmProgram:
+    """Assemble program text for a machine's ISA; raises `AsmError` at the first mistake."""
+    return _Assembler(source, file, isa).run()
 
 
-def assemble_file(path: str | Path) -> AsmProgram:
+def assemble_file(path: str | Path, isa: MachineIsa = DEFAULT_ISA) -> AsmProgram:
     path = Path(path)
     try:
         source = path.read_text(encoding="utf-8")
@@ -343,4 +348,4 @@ def assemble_file(path: str | Path) -> AsmProgram:
         raise AsmError(f"cannot read program: {error.strerror}", Location(str(path))) from None
     except UnicodeDecodeError as error:
         raise AsmError(f"cannot read program: {not_text(error)}", Location(str(path))) from None
-    return assemble(source, str(path))
+    return assemble(source, str(path), isa)

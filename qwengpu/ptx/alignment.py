@@ -19,7 +19,7 @@ variable's `.align`.  A block no launch reaches needs no check.
 from __future__ import annotations
 
 from qwengpu.ptx import cfg, ir
-from qwengpu.ptx.selector import CONSTANT_SPECIAL_REGISTERS
+from qwengpu.ptx.geometry import Geometry
 
 _NO_DESTINATION = {"st", "bra", "ret", "exit", "bar", "barrier", "membar", "fence", "trap",
                    "red", "prefetch", "prefetchu", "setp"}
@@ -59,11 +59,15 @@ def variable_alignment(variable: ir.Variable) -> int:
 
 
 def aligned_accesses(kernel: ir.Kernel, param_alignment: dict[str, int],
-                     variable_alignment: dict[str, int]) -> set[int]:
+                     variable_alignment: dict[str, int],
+                     special_constants: dict[str, int] | None = None) -> set[int]:
     """`id()`s of the accesses needing a check (`needs_alignment_check`) whose address is
     proven a multiple of their size.  Alignments are in bytes; a parameter not named may hold
-    anything."""
-    analysis = _Analysis(kernel, param_alignment, variable_alignment)
+    anything; `special_constants` are the special registers the launch's shape makes
+    constants (default: a 1-D launch's, `qwengpu.ptx.geometry.Geometry.constants`)."""
+    analysis = _Analysis(kernel, param_alignment, variable_alignment,
+                         Geometry().constants(1) if special_constants is None
+                         else special_constants)
     proven = set()
     for block, entry in zip(analysis.blocks, analysis.states):
         state = dict(entry) if entry is not None else None
@@ -81,8 +85,9 @@ def _zero_bits(value: int, width: int) -> int:
 
 
 class _Analysis:
-    def __init__(self, kernel: ir.Kernel, params: dict[str, int], variables: dict[str, int]):
-        self.kernel = kernel
+    def __init__(self, kernel: ir.Kernel, params: dict[str, int], variables: dict[str, int],
+                 special_constants: dict[str, int]):
+        self.kernel, self.special_constants = kernel, special_constants
         self.params = {name: _zero_bits(alignment, 64) for name, alignment in params.items()}
         self.variables = {name: _zero_bits(alignment, 64)
                           for name, alignment in variables.items()}
@@ -121,8 +126,8 @@ class _Analysis:
         if isinstance(operand, ir.Symbol):
             return self.variables.get(operand.name, 0)
         if isinstance(operand, ir.Register):
-            if operand.name in CONSTANT_SPECIAL_REGISTERS:
-                return _zero_bits(CONSTANT_SPECIAL_REGISTERS[operand.name], width)
+            if operand.name in self.special_constants:
+                return _zero_bits(self.special_constants[operand.name], width)
             return min(state.get(operand.name, 0), width)
         return 0
 

@@ -1,10 +1,11 @@
-"""The PTX loader pipeline: parse, select, optimise, allocate, assemble.
+"""The PTX loader pipeline: parse, inline, select, optimise, allocate, assemble.
 
     module  = parse_ptx(text)                       # qwengpu.ptx.parser
+    kernel  = inline_calls(module, kernel)          # qwengpu.ptx.inline (calls, .param)
     proven  = proven_accesses(kernel, facts, ...)   # qwengpu.ptx.ranges (checks not needed)
     code    = select_kernel(module, kernel, 4, proven)  # qwengpu.ptx.select (virtual code)
     optimize(code)                                  # qwengpu.ptx.optimize
-    alloc   = allocate(code, 15, 7, ...)            # qwengpu.ptx.regalloc
+    alloc   = allocate(code, 15, 7, ...)            # qwengpu.ptx.regalloc (spills: .spill)
     program = assemble(code, alloc, ...)            # here: machine instructions
 
 `compile_kernel` runs the steps; `read_module` parses a `.cu` (through nvcc) or `.ptx` file,
@@ -18,18 +19,22 @@ from __future__ import annotations
 from dataclasses import replace
 
 from qwengpu.errors import CapacityError, Location, PtxError
-from qwengpu.isa import MASK32, PT, RZ, Cmp, Instruction, Op
+from qwengpu.isa import DEFAULT_ISA, MASK32, PT, RZ, Cmp, Instruction, Op
 from qwengpu.ptx import ir
 from qwengpu.ptx.alignment import (aligned_accesses, buffer_alignment, needs_alignment_check,
                                    variable_alignment)
 from qwengpu.ptx.cuda_lines import CudaLines, in_cuda_terms, readable
 from qwengpu.ptx.explain import unrolled_loop_detail
+from qwengpu.ptx.geometry import fold_constant_specials, shape_reads
+from qwengpu.ptx.inline import inline_calls
+from qwengpu.ptx.local_memory import LocalLayout, local_layout
 from qwengpu.ptx.nvcc import ptx_for_source
 from qwengpu.ptx.optimize import optimize, remove_branches_to_next
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import FormedAddressSlots, MachineLimits, Program, ProgramSlot
 from qwengpu.ptx.ranges import Facts, default_facts, proven_accesses
-from qwengpu.ptx.regalloc import Allocation, allocate
+from qwengpu.ptx.regalloc import Allocation, SpillArea, allocate
+from qwengpu.ptx.kernel_facts import shared_layout
 from qwengpu.ptx.select import select_kernel
 from qwengpu.ptx.vcode import (TRUE, ZERO, FormedAddress, LabelRef, ParamRef, SymbolRef, VInstr,
                                VLabel, VPred, VReg)
@@ -84,21 +89,26 @@ def compile_kernel(module: ir.Module, kernel_name: str | None,
 
 def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
              check_addresses: bool, facts: Facts | None) -> Program:
-    kernel = choose_kernel(module, kernel_name)
+    kernel = inline_calls(module, choose_kernel(module, kernel_name))
     name = readable(kernel.name)
     proven, assumed = None, None
     launch_facts = facts or default_facts(kernel, limits, module.address_size // 8)
+    kernel = fold_constant_specials(kernel, launch_facts.geometry.constants(limits.lanes))
     if check_addresses:
         proven, assumed = proven_accesses(kernel, launch_facts,
                                           set(module.variables) | set(kernel.variables))
     declared = {**module.variables, **kernel.variables}
     alignment = buffer_alignment(kernel)
+    geometry = launch_facts.geometry
     aligned, aligned_params = _alignment_proofs(kernel, launch_facts, alignment, declared)
-    code, used_variables = select_kernel(module, kernel, limits.lanes, proven, aligned)
+    code, used_variables = select_kernel(module, kernel, limits.lanes, proven, aligned,
+                                         geometry)
     changes = optimize(code)
+    local = _local_memory(module, kernel, limits)
     try:
         allocation = allocate(code, limits.registers, limits.predicates, name, kernel.loc,
-                              module.source)
+                              module.source, SpillArea(local.spill_base,
+                                                       limits.local_words - local.spill_base // 4))
     except CapacityError as error:
         unrolled = unrolled_loop_detail(kernel, error.loc.line, module.cuda_lines) \
             if error.loc is not None and error.loc.line else None
@@ -116,6 +126,7 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
             f"{limits.program_words} ({excess} too many); the first that does not fit comes "
             f"from this line", where.loc if where else kernel.loc, module.source)
     used = {name: variable for name, variable in declared.items() if name in used_variables}
+    shared = _shared_memory(module, kernel, limits)
     return Program(kernel=kernel.name, params=list(kernel.params), param_slots=param_slots,
                    variables=used, slots=slots,
                    registers_used=allocation.registers_used,
@@ -123,7 +134,48 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
                    ptx_source=module.source, pass_changes=changes,
                    pointer_bytes=module.address_size // 8, assumptions=assumed,
                    cuda_lines=module.cuda_lines, buffer_alignment=alignment,
-                   aligned_params=aligned_params)
+                   aligned_params=aligned_params, shared_bytes=shared.static_bytes,
+                   dynamic_shared=shared.dynamic, geometry=geometry,
+                   shape_reads=shape_reads(kernel),
+                   local_bytes=_round_up(local.spill_base + 4 * allocation.spill_words,
+                                         local.alignment) if local.variables_bytes or
+                   allocation.spill_words else 0,
+                   local_alignment=local.alignment)
+
+
+def _shared_memory(module: ir.Module, kernel: ir.Kernel, limits: MachineLimits):
+    """The kernel's shared memory layout, refused when its static part is larger than a
+    block's window may be (SHARED_WORDS)."""
+    layout = shared_layout(module, kernel)
+    words = -(-layout.static_bytes // 4)
+    if words > limits.shared_words:
+        first = next((v for v in kernel.variables.values() if v.state_space == "shared"), None)
+        raise CapacityError(
+            f"kernel {readable(kernel.name)} has {layout.static_bytes} bytes of shared memory "
+            f"({words} words), but a block of QwenGPU may have {limits.shared_words} words "
+            f"(SHARED_WORDS); {words - limits.shared_words} too many",
+            first.loc if first else kernel.loc, module.source)
+    return layout
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def _local_memory(module: ir.Module, kernel: ir.Kernel, limits: MachineLimits) -> LocalLayout:
+    """The kernel's `.local` variables in a thread's window, refused when they alone are more
+    than a thread may have (`LOCAL_WORDS`)."""
+    local = local_layout(module, kernel)
+    words = -(-local.variables_bytes // 4)
+    if words > limits.local_words:
+        sizes = ", ".join(f"{readable(variable.name)}: {variable.size_bytes} bytes"
+                          for variable in local.variables)
+        raise CapacityError(
+            f"kernel {readable(kernel.name)} needs {words} words of local memory a thread for "
+            f"its local arrays ({sizes}), but QwenGPU has {limits.local_words} "
+            f"(LOCAL_WORDS; {words - limits.local_words} too many)", local.variables[0].loc,
+            module.source)
+    return local
 
 
 def _alignment_proofs(kernel: ir.Kernel, facts: Facts, alignment: int, declared: dict
@@ -135,10 +187,11 @@ def _alignment_proofs(kernel: ir.Kernel, facts: Facts, alignment: int, declared:
         return set(), {}                        # word accesses: the machine checks them
     aligned_params = _param_alignment(kernel, facts, alignment)
     variables = {name: variable_alignment(variable) for name, variable in declared.items()}
-    aligned = aligned_accesses(kernel, aligned_params, variables)
+    constants = facts.geometry.constants(facts.lanes)
+    aligned = aligned_accesses(kernel, aligned_params, variables, constants)
     for param in list(aligned_params):
         fewer = {name: value for name, value in aligned_params.items() if name != param}
-        if aligned_accesses(kernel, fewer, variables) >= aligned:
+        if aligned_accesses(kernel, fewer, variables, constants) >= aligned:
             aligned_params = fewer
     return aligned, aligned_params
 
@@ -241,11 +294,13 @@ def _encode(ins: VInstr, allocation: Allocation, labels: dict[str, int],
             param_slot: dict) -> ProgramSlot:
     fields = {"op": ins.op, "d": _physical(ins.d, allocation) if ins.d is not None else RZ,
               "a": _physical(ins.a, allocation) if ins.a is not None else RZ,
-              "pg": _physical(ins.guard, allocation), "pn": ins.guard_negated}
-    if ins.op in (Op.PAND, Op.POR, Op.PXOR, Op.PNOT, Op.SETP):
-        fields["d"] = _physical(ins.d, allocation) if ins.d is not None else PT
-    if ins.op in (Op.PAND, Op.POR, Op.PXOR, Op.PNOT) and ins.a is None:
-        fields["a"] = PT
+              "pg": _physical(ins.guard, allocation), "pn": ins.guard_negated,
+              "space": ins.space}
+    # A predicate field left empty is pt (the assembly form says which fields hold one).
+    for operand in DEFAULT_ISA.by_value[int(ins.op)].syntax.operands:
+        if operand.kind == "pred" and operand.field in ("d", "a") \
+                and getattr(ins, operand.field) is None:
+            fields[operand.field] = PT
     relocation = None
     if isinstance(ins.b, (VReg, VPred)):
         fields["b"] = _physical(ins.b, allocation)
@@ -265,4 +320,4 @@ def _encode(ins: VInstr, allocation: Allocation, labels: dict[str, int],
         relocation = ins.imm
     elif ins.imm and "imm" not in fields:
         fields["imm"] = ins.imm & MASK32
-    return ProgramSlot(Instruction(**fields), relocation, ins.origin)
+    return ProgramSlot(Instruction(**fields), relocation, ins.origin, note=ins.note)

@@ -1,13 +1,9 @@
 """What the loader refuses, explained in CUDA terms: the detail its messages add.
 
 - `call_detail`: a `call` through a register is an indirect call (a function pointer, a
-  virtual function); a direct one names the device function, demangled.
-- `dot_product_detail`: nvcc writes `dp4a`/`dp2a` for a byte (or halfword) dot product it
-  recognises in C code, or for the `__dp4a` intrinsic; the message names the C line.  nvcc
-  often files the instruction under the line of the loads before it, so the line named is the
-  first of (the instruction's own line, the lines of the instructions that read its result)
-  whose text multiplies (`*`) or calls the intrinsic; the instruction's own line otherwise.
-- `unrolled_loop_detail`: where a kernel needs more registers than the machine has, the loop
+  virtual function), which cannot be inlined (`qwengpu.ptx.inline` inlines direct ones).
+- `unrolled_loop_detail`: where a kernel needs more registers than the machine has (and
+  more than its local memory can take as spills), the loop
   nvcc unrolled around that point, if it did: a PTX loop there with no `.pragma "nounroll"`
   (nvcc writes one for a loop it keeps rolled, `#pragma unroll 1`) that reads one pointer at
   several offsets (the iterations laid side by side), named by the CUDA line of its closing
@@ -24,75 +20,17 @@ import re
 
 from qwengpu.errors import Location
 from qwengpu.ptx import cfg, ir
-from qwengpu.ptx.cuda_lines import CudaLines, readable
+from qwengpu.ptx.cuda_lines import CudaLines
 
 _LOOP_HEADER = re.compile(r"^\s*(?:\}\s*)?(for|while)\s*\(|^\s*do\b")
 _ROLLED = re.compile(r"#\s*pragma\s+unroll\s+1\b")
 
 
 def call_detail(ins: ir.Instruction) -> str:
-    """Why a `call` cannot run: its target, in C++ terms."""
-    target = next((operand for operand in ins.operands
-                   if not isinstance(operand, ir.OperandList)), None)
-    if isinstance(target, ir.Register):
-        return ("indirect calls (function pointers, virtual functions) are not supported by "
-                "QwenGPU, which has no calls: call the function by its name, so that nvcc can "
-                "inline it")
-    callee = f" of {readable(target.name)}" if isinstance(target, ir.Symbol) else ""
-    return (f"'{ins.full_opcode}' is not supported by QwenGPU: a call{callee}, and QwenGPU has "
-            "no calls; mark device functions __forceinline__")
-
-
-def dot_product_detail(kernel: ir.Kernel, ins: ir.Instruction, lines: CudaLines | None
-                       ) -> tuple[str, Location | None]:
-    """`dp4a`: what it is, and the C line it was written for (also where the error is)."""
-    kind = "byte" if ins.opcode == "dp4a" else "halfword-by-byte"
-    where = _expression_line(kernel, ins, lines)
-    line_text = lines.source_line(where) if lines is not None and where is not None else None
-    at = f" at {os.path.basename(where.file)}:{where.line}" if where is not None else ""
-    if line_text is not None and f"__{ins.opcode}" in line_text:
-        return (f"__{ins.opcode}{at} is a {kind} dot product in one instruction, which QwenGPU "
-                "does not have"), where
-    return (f"nvcc wrote {ins.opcode} for a {kind} dot product{at} (products of bytes added "
-            "in one instruction, which QwenGPU does not have)"), where
-
-
-def _expression_line(kernel: ir.Kernel, ins: ir.Instruction, lines: CudaLines | None
-                     ) -> Location | None:
-    candidates = [ins.cuda_loc] + [reader.cuda_loc for reader in _readers(kernel, ins)]
-    candidates = [loc for loc in candidates if loc is not None]
-    if lines is not None:
-        for loc in candidates:
-            text = lines.source_line(loc) or ""
-            if "*" in text.split("//")[0] or f"__{ins.opcode}" in text:
-                return loc
-    return candidates[0] if candidates else None
-
-
-def _readers(kernel: ir.Kernel, ins: ir.Instruction) -> list[ir.Instruction]:
-    """The instructions after `ins`, up to the next write of its result, that read it."""
-    if not ins.operands or not isinstance(ins.operands[0], ir.Register):
-        return []
-    name = ins.operands[0].name
-    body = [statement for statement in kernel.body if isinstance(statement, ir.Instruction)]
-    readers = []
-    for later in body[body.index(ins) + 1:] if ins in body else []:
-        sources = later.operands if later.opcode == "st" else later.operands[1:]
-        if any(_mentions(operand, name) for operand in sources):
-            readers.append(later)
-        if later.operands and _mentions(later.operands[0], name) and later.opcode != "st":
-            break
-    return readers
-
-
-def _mentions(operand, name: str) -> bool:
-    if isinstance(operand, ir.Register):
-        return operand.name == name
-    if isinstance(operand, ir.Memory):
-        return _mentions(operand.base, name)
-    if isinstance(operand, (ir.Vector, ir.OperandList)):
-        return any(_mentions(element, name) for element in operand.elements)
-    return False
+    """Why a call through a register (`call (r), %rd1, (a), prototype`) cannot run."""
+    return ("indirect calls (function pointers, virtual functions) are not supported by "
+            "QwenGPU, which has no call instruction: call the function by its name, and the "
+            "loader inlines it (qwengpu/ptx/inline.py)")
 
 
 # ---- register pressure --------------------------------------------------------------------------

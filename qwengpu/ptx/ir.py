@@ -149,13 +149,15 @@ Statement = Instruction | Label
 
 @dataclass(frozen=True)
 class Param:
-    """A kernel parameter.  `size_bytes` is the array size of `.b8 name[N]` parameters."""
+    """A kernel parameter.  `size_bytes` is the array size of `.b8 name[N]` parameters.
+    `space` is "param", or "reg" for a `.func`'s register parameter (`.reg .b32 x`)."""
 
     name: str
     type: str
     loc: Location
     array_length: int | None = None
     align: int | None = None
+    space: str = "param"
 
     @property
     def size_bytes(self) -> int:
@@ -191,7 +193,8 @@ class Variable:
 
 @dataclass
 class Kernel:
-    """One `.entry`: its parameters, declared registers (name -> type) and body."""
+    """One `.entry` or `.func`: its parameters (a `.func`'s return parameters too), declared
+    registers (name -> type) and body."""
 
     name: str
     params: list[Param]
@@ -200,6 +203,7 @@ class Kernel:
     variables: dict[str, Variable]
     loc: Location
     is_function: bool = False
+    returns: list[Param] = field(default_factory=list)
 
 
 @dataclass

@@ -169,19 +169,26 @@ class _ModuleBuilder:
         name_token = next(child for child in tree.children
                           if isinstance(child, Token) and child.type == "NAME")
         params = [self.param(child) for child in tree.children
-                  if isinstance(child, Tree) and child.data == "param"]
+                  if isinstance(child, Tree) and child.data in ("param", "register_param")]
+        returns = [self.param(child) for part in tree.children
+                   if isinstance(part, Tree) and part.data == "return_params"
+                   for child in part.children if isinstance(child, Tree)]
         body = next((child for child in tree.children
                      if isinstance(child, Tree) and child.data == "body"), None)
         if body is None:
             return None  # a declaration only
         seen = set()
-        for param in params:
+        for param in params + returns:
             if param.name in seen:
                 raise PtxError(f"parameter {param.name!r} is declared twice", param.loc, self.text)
             seen.add(param.name)
         kernel = ir.Kernel(name=str(name_token), params=params, registers={}, body=[],
-                           variables={}, loc=self.loc(name_token), is_function=is_function)
+                           variables={}, loc=self.loc(name_token), is_function=is_function,
+                           returns=returns)
         self.registers = kernel.registers     # bare register names resolve against these
+        for param in params + returns:        # a `.func`'s `.reg` parameters are registers
+            if param.space == "reg":
+                kernel.registers[param.name] = param.type
         self.body(body, kernel, renames={}, depth=0)
         return kernel
 
@@ -199,7 +206,7 @@ class _ModuleBuilder:
             elif isinstance(child, Tree) and child.data == "array_dims":
                 length = self.array_length(child)
         return ir.Param(name=str(name), type=type_name, loc=self.loc(name), array_length=length,
-                        align=align)
+                        align=align, space="reg" if tree.data == "register_param" else "param")
 
     def array_length(self, tree: Tree) -> int:
         length = 1
@@ -262,8 +269,13 @@ class _ModuleBuilder:
                 kernel.variables[variable.name] = variable
             elif kind == "param":
                 param = self.param(child)
-                kernel.variables[param.name] = ir.Variable("param", param.name, param.type,
-                                                           param.loc, param.array_length)
+                declared = param.name
+                if nested and param.name in kernel.variables:  # each call's own `param0`
+                    declared = f"{param.name}${self.block_counter}"
+                    renames[param.name] = declared
+                kernel.variables[declared] = ir.Variable("param", declared, param.type,
+                                                         param.loc, param.array_length,
+                                                         align=param.align)
             elif kind == "label":
                 token = child.children[0]
                 kernel.body.append(ir.Label(str(token).rstrip(" \t:"), self.loc(token)))

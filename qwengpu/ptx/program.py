@@ -14,6 +14,7 @@ from qwengpu.errors import Location, PtxError
 from qwengpu.isa import MASK32, MEM_WORDS, PARAM_WORDS, PREDS, PROG_WORDS, REGS, WARPS, LANES
 from qwengpu.isa import Instruction
 from qwengpu.ptx import ir
+from qwengpu.ptx.geometry import Geometry
 from qwengpu.ptx.ranges import Facts
 from qwengpu.ptx.vcode import SymbolRef
 
@@ -29,13 +30,16 @@ class MachineLimits:
     param_words: int = PARAM_WORDS
     warps: int = WARPS
     lanes: int = LANES
+    shared_words: int = 64          # most words of shared memory a block may have
+    local_words: int = 16           # most words of local memory a thread may have
 
     @classmethod
     def from_shape(cls, shape) -> "MachineLimits":
         """The limits of an elaborated spec (`qwengpu.runtime.machine_state.MachineShape`)."""
         return cls(registers=shape.regs, predicates=shape.preds, program_words=shape.prog_words,
                    memory_words=shape.mem_words, param_words=shape.param_words,
-                   warps=shape.warps, lanes=shape.lanes)
+                   warps=shape.warps, lanes=shape.lanes, shared_words=shape.shared_words,
+                   local_words=shape.local_words)
 
 
 @dataclass(frozen=True)
@@ -55,12 +59,14 @@ class FormedAddressSlots:
 class ProgramSlot:
     """One instruction slot: the instruction, the variable address its immediate still needs
     (or None), the PTX instruction it implements, and for an access whose address a check
-    altered, where the address the kernel formed is found."""
+    altered, where the address the kernel formed is found; `note` marks the register
+    allocator's spill code."""
 
     instruction: Instruction
     relocation: SymbolRef | None
     origin: ir.Instruction | None
     formed: FormedAddressSlots | None = None
+    note: str = ""                  # spill code: `spill %r5`, `reload %r5` (`ptx/spill.py`)
 
     @property
     def ptx_loc(self) -> Location | None:
@@ -95,6 +101,18 @@ class Program:
     # of parameter values (bytes), which a launch must keep to
     buffer_alignment: int = 4
     aligned_params: dict[str, int] = field(default_factory=dict)
+    # bytes of shared memory a block needs (its static .shared variables), whether it also
+    # has extern (dynamic) shared memory, whose size a launch gives, and bytes of local memory
+    # a thread needs (its .local arrays and the register allocator's spills)
+    shared_bytes: int = 0
+    dynamic_shared: bool = False
+    local_bytes: int = 0
+    # the launch shape the special registers were computed for, and the parts of it
+    # ("block", "grid") the kernel reads: a launch must have that shape there
+    # (`qwengpu.ptx.geometry.launch_mismatch`)
+    geometry: Geometry = Geometry()
+    shape_reads: frozenset[str] = frozenset()
+    local_alignment: int = 4         # bytes each thread's window is aligned to (its .align)
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -125,5 +143,7 @@ class Program:
         lines = []
         for index, (slot, instruction) in enumerate(zip(self.slots, instructions)):
             where = f"line {slot.ptx_loc.line}" if slot.ptx_loc else ""
-            lines.append(f"{index:3d}  {str(instruction):32s} ; {where:9s} {slot.ptx_text}")
+            note = f"  [{slot.note}]" if slot.note else ""
+            lines.append(f"{index:3d}  {str(instruction):32s} ; {where:9s} {slot.ptx_text}"
+                         f"{note}")
         return "\n".join(lines)

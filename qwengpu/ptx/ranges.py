@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from qwengpu.isa import MAX_LAUNCH_RECORDS
 from qwengpu.ptx import cfg, ir
 from qwengpu.ptx.cuda_lines import readable
-from qwengpu.ptx.selector import CONSTANT_SPECIAL_REGISTERS
+from qwengpu.ptx.geometry import Geometry, special_range
 
 Range = tuple[int, int] | None          # lo..hi as integers congruent to the bits; None: any
 
@@ -43,7 +43,8 @@ _GIVE_UP_VISITS = 40                     # then every register still changing th
 @dataclass(frozen=True)
 class Facts:
     """What the analysis may assume: threads per block and blocks (ranges), each parameter's
-    range by name (a parameter not named is any value), and the memory's size in bytes."""
+    range by name (a parameter not named is any value), the memory's size in bytes, and the
+    launch's shape (a 3-D block or grid gives each of its indices its own range)."""
 
     block: tuple[int, int]
     grid: tuple[int, int]
@@ -51,6 +52,7 @@ class Facts:
     warps: int
     memory_bytes: int
     params: dict[str, Range] = field(default_factory=dict)
+    geometry: Geometry = Geometry()     # the shape of block and grid (`qwengpu.ptx.geometry`)
 
 
 def default_facts(kernel: ir.Kernel, limits, pointer_bytes: int) -> Facts:
@@ -516,6 +518,8 @@ class _Analysis:
         if isinstance(operand, ir.Immediate):
             return fit(operand.value, operand.value, width)
         if isinstance(operand, ir.Symbol):
+            if operand.name == "WARP_SZ":          # the warp's lanes, a constant
+                return fit(self.facts.lanes, self.facts.lanes, width)
             if operand.name not in self.variables:
                 return None
             return 0, self.facts.memory_bytes - 1
@@ -535,15 +539,9 @@ class _Analysis:
 
     def _special(self, name: str):
         """A special register's range, None if unknown, False if `name` is not special."""
-        facts = self.facts
-        if name in CONSTANT_SPECIAL_REGISTERS:
-            return CONSTANT_SPECIAL_REGISTERS[name], CONSTANT_SPECIAL_REGISTERS[name]
-        ranges = {"%tid.x": (0, facts.block[1] - 1), "%ntid.x": facts.block,
-                  "%ctaid.x": (0, facts.grid[1] - 1), "%nctaid.x": facts.grid,
-                  "%laneid": (0, facts.lanes - 1), "%warpid": (0, facts.warps - 1)}
-        if name in ranges:
-            return ranges[name]
-        return None if name.startswith("%") and name not in self.widths else False
+        if name.startswith("%") and name not in self.widths:
+            return special_range(name, self.facts)
+        return False
 
 
 def _merge(a, b, width: int):

@@ -3,7 +3,8 @@
     code, variables = select_kernel(module, kernel)
 
 The handlers of every supported opcode live in `select_integer`, `select_wide`,
-`select_memory` and `select_extended`; importing them here registers them with
+`select_memory` (with `select_local` for the .local space), `select_threads`, `select_extended`
+(with `select_divide64`) and `select_bytes` (prmt, dp4a/dp2a); importing them here registers them with
 `qwengpu.ptx.selector.handles`, and `Selector` (qwengpu/ptx/selector.py) runs them.
 """
 
@@ -11,20 +12,24 @@ from __future__ import annotations
 
 from qwengpu.isa import LANES
 from qwengpu.ptx import ir
-from qwengpu.ptx import select_extended, select_integer, select_memory, select_wide  # noqa: F401
+from qwengpu.ptx import (select_bytes, select_extended, select_integer,  # noqa: F401
+                         select_local, select_memory, select_threads, select_wide)
+from qwengpu.ptx.geometry import Geometry
 from qwengpu.ptx.selector import Selector
 from qwengpu.ptx.vcode import VInstr, VLabel
 
 
 def select_kernel(module: ir.Module, kernel: ir.Kernel, lanes: int = LANES,
                   proven_addresses: set[int] | None = None,
-                  aligned_accesses: set[int] | None = None
+                  aligned_accesses: set[int] | None = None, geometry: Geometry = Geometry()
                   ) -> tuple[list[VInstr | VLabel], set[str]]:
     """Virtual code for one kernel, and the memory variables it uses.  An access through a
     64-bit address traps when the address's high word is not 0, unless its instruction's
     `id()` is in `proven_addresses` (`qwengpu.ptx.ranges`); None: no access is checked.  An
     access wider than a word traps when it is not naturally aligned, unless its `id()` is in
-    `aligned_accesses` (`qwengpu.ptx.alignment`; None: every such access is checked)."""
-    selector = Selector(module, kernel, lanes, proven_addresses, aligned_accesses)
+    `aligned_accesses` (`qwengpu.ptx.alignment`; None: every such access is checked).
+    `geometry` is the launch shape the special registers are computed for
+    (`qwengpu.ptx.geometry`; default: a 1-D block and grid of any size)."""
+    selector = Selector(module, kernel, lanes, proven_addresses, aligned_accesses, geometry)
     code = selector.run()
     return code, selector.used_variables

@@ -4,12 +4,13 @@ variable, population count, leading zeros, bit reverse and find-leading-bit.
 All of them compute into temporaries without the PTX guard (`Selector.unguarded`: they have no
 side effects and cannot fault) and commit the result under the guard.
 
-- `div`/`rem` (.u32/.s32 and narrower): restoring division, a loop of 32 steps that shifts the
+- `div`/`rem` (.u32/.s32 and narrower; .u64/.s64 in `select_divide64`): restoring division, a loop of 32 steps that shifts the
   dividend's top bit into a running remainder and the quotient bit into the dividend's bottom
   (10 instructions, 32 times).  Signed division divides the magnitudes and fixes the signs
   (quotient negative when the signs differ, remainder with the sign of the dividend).  Division
   by zero gives quotient 0xFFFFFFFF and remainder the dividend (unsigned), as NVIDIA GPUs do;
-  PTX leaves it unspecified.  Unsigned division by a power of two is a shift or a mask.
+  PTX leaves it unspecified.  Division by a power of two is a shift or a mask (signed: with
+  the rounding towards zero C wants).
 - `popc.b32`: the SWAR bit count (pairs, nibbles, bytes, then a multiply); `.b64` adds halves.
 - `clz.b32`: a binary search over 16, 8, 4, 2, 1 bits; `clz(0) = 32`.  `.b64` uses the low
   half when the high half is 0.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from qwengpu.isa import MASK32, Cmp, Op
 from qwengpu.ptx import ir
+from qwengpu.ptx.select_divide64 import lower_divide_64
 from qwengpu.ptx.selector import Selector, handles, operand_b
 from qwengpu.ptx.vcode import LabelRef, Source, VReg
 
@@ -31,7 +33,9 @@ _DIVISION_STEPS = 32
 @handles("div", "rem")
 def lower_divide(sel: Selector, ins: ir.Instruction):
     sel.check_modifiers(ins, set())
-    type_name = sel.type_of(ins, {"u8", "s8", "u16", "s16", "u32", "s32"})
+    type_name = sel.type_of(ins, {"u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64"})
+    if ir.type_width(type_name) == 64:
+        return lower_divide_64(sel, ins, type_name)
     destination, a, b = sel.operands(ins, 3)
     signed = ir.is_signed(type_name)
     width = ir.type_width(type_name)
@@ -43,12 +47,28 @@ def lower_divide(sel: Selector, ins: ir.Instruction):
             shift = divisor.bit_length() - 1
             result = sel.alu(Op.AND, dividend, divisor - 1) if is_remainder else \
                 sel.alu(Op.SHR_U, dividend, shift)
+        elif signed and isinstance(divisor, int) and 0 < divisor < 1 << 31 and \
+                divisor & (divisor - 1) == 0:
+            result = _signed_divide_by_power_of_two(sel, dividend, divisor, is_remainder)
         elif signed:
             result = _signed_divide(sel, dividend, divisor, is_remainder)
         else:
             quotient, remainder = unsigned_divide(sel, dividend, divisor)
             result = remainder if is_remainder else quotient
     sel.write(destination, result, 32)
+
+
+def _signed_divide_by_power_of_two(sel: Selector, dividend: Source, divisor: int,
+                                   is_remainder: bool) -> Source:
+    """Signed division by 2^k, rounding towards zero as C does: a negative dividend gets
+    2^k - 1 added before the arithmetic shift (`(x >> 31) >>> (32 - k)`); the remainder is
+    what the quotient leaves."""
+    shift = divisor.bit_length() - 1
+    bias = sel.alu(Op.SHR_U, sel.alu(Op.SHR_S, dividend, 31), 32 - shift)
+    quotient = sel.alu(Op.SHR_S, sel.alu(Op.ADD, dividend, bias), shift)
+    if not is_remainder:
+        return quotient
+    return sel.alu(Op.SUB, dividend, sel.alu(Op.SHL, quotient, shift))
 
 
 def unsigned_divide(sel: Selector, dividend: Source, divisor: Source) -> tuple[VReg, VReg]:

@@ -440,39 +440,3 @@ def lower_bfi(sel: Selector, ins: ir.Instruction):
     inserted = sel.alu(Op.AND, sel.alu(Op.SHL, sel.value(a), pos), field)
     kept = sel.alu(Op.AND, base, ~field & MASK32)
     sel.write(destination, sel.alu(Op.OR, kept, inserted))
-
-
-@handles("prmt")
-def lower_prmt(sel: Selector, ins: ir.Instruction):
-    """Byte permute with a constant selector: result byte i is byte sel_i of {b, a}, or that
-    byte's sign replicated when bit 3 of sel_i is set."""
-    sel.check_modifiers(ins, set())
-    sel.type_of(ins, {"b32"})
-    destination, a, b, selector = sel.operands(ins, 4)
-    control = sel.value(selector)
-    if not isinstance(control, int):
-        raise sel.unsupported(ins, "a register selector")
-    sources = (sel.value(a), sel.value(b))
-    # Bytes that move by the same distance from the same word share one shift and one mask.
-    groups: dict[tuple[int, int], int] = {}
-    pieces: list[Source] = []
-    for index in range(4):
-        nibble = (control >> (4 * index)) & 0xF
-        byte = nibble & 7
-        word = sources[byte >> 2]
-        if nibble & 8:
-            sign = sel.alu(Op.SHR_S, sel.alu(Op.SHL, word, 24 - 8 * (byte & 3)), 31)
-            pieces.append(sel.alu(Op.AND, sign, 0xFF << (8 * index)))
-            continue
-        key = (byte >> 2, 8 * (index - (byte & 3)))
-        groups[key] = groups.get(key, 0) | (0xFF << (8 * index))
-    for (word_index, distance), byte_mask in sorted(groups.items()):
-        word = sources[word_index]
-        moved = sel.alu(Op.SHL, word, distance) if distance >= 0 else \
-            sel.alu(Op.SHR_U, word, -distance)
-        pieces.append(sel.alu(Op.AND, moved, byte_mask))
-    value: Source = 0
-    for piece in pieces:
-        value = sel.alu(Op.OR, value, piece)
-    sel.write(destination, value)
-

@@ -9,7 +9,7 @@ addresses are the same on this machine, so `cvta` is a copy.
 
 from __future__ import annotations
 
-from qwengpu.isa import MASK32, Op
+from qwengpu.isa import ACCESSES_MEMORY, MASK32, Op, Space, Special
 from qwengpu.ptx import ir
 from qwengpu.ptx import select_wide as wide
 from qwengpu.ptx.alignment import access_bytes, needs_alignment_check
@@ -23,15 +23,23 @@ from qwengpu.ptx.vcode import (ZERO, FormedAddress, LabelRef, ParamRef, Source, 
 _ORDERING_AND_CACHE = {"ca", "cg", "cs", "lu", "cv", "nc", "wb", "wt", "volatile", "weak",
                        "relaxed", "acquire", "release", "cta", "gpu", "sys", "cluster"}
 _MEMORY_SPACES = {"global", "const", "param", "shared", "local", "tex"}
+# Lowerings of other spaces' accesses, by (opcode, space): `select_local` adds .local's.
+SPACE_LOWERINGS: dict = {}
 
 
 def _space(sel: Selector, ins: ir.Instruction) -> str:
     spaces = [modifier for modifier in ins.modifiers if modifier in _MEMORY_SPACES]
     space = spaces[0] if spaces else "global"  # generic addresses are global ones here
-    if space in ("shared", "local", "tex"):
-        raise sel.unsupported(ins, f".{space} memory, which QwenGPU does not have "
-                                   "(all data lives in the 126 words of global memory)")
+    if space == "tex":
+        raise sel.unsupported(ins, "texture memory, which QwenGPU does not have (its data "
+                                   "lives in global, shared and local memory)")
     return space
+
+
+def machine_space(space: str) -> int:
+    """The machine's address space (field `space`) of a PTX state space: shared memory is
+    the block's window, everything else (global, const, generic) the memory itself."""
+    return int(Space.SHARED) if space == "shared" else int(Space.GLOBAL)
 
 
 def _vector_length(ins: ir.Instruction) -> int:
@@ -55,15 +63,18 @@ def _elements(sel: Selector, operand, count: int) -> list:
     return list(operand.elements)
 
 
-def address(sel: Selector, operand, size_bytes: int = 4, checked: bool = False
-            ) -> tuple[VReg, int | SymbolRef, FormedAddress | None]:
+def address(sel: Selector, operand, size_bytes: int = 4, checked: bool = False,
+            space: str = "global") -> tuple[VReg, int | SymbolRef, FormedAddress | None]:
     """`[base+offset]` as a base register and an immediate byte offset, and where the address
     the kernel formed can be found when a check altered it.  `checked`: the access is wider
     than the machine's alignment check, and `qwengpu.ptx.alignment` did not prove it aligned
-    to `size_bytes`."""
+    to `size_bytes`.  A shared address is an offset into the block's window, which the
+    machine checks itself: 32 bits, its variables' offsets known when the kernel is."""
     if not isinstance(operand, ir.Memory):
         raise sel.error("a memory operand [address] is needed here", operand)
     base = operand.base
+    if space == "shared":
+        return _shared_address(sel, operand, size_bytes, checked)
     if isinstance(base, ir.Immediate) and not checked:
         return ZERO, base.value + operand.offset, None
     if isinstance(base, ir.Symbol):
@@ -90,6 +101,29 @@ def address(sel: Selector, operand, size_bytes: int = 4, checked: bool = False
             if aligned or reads_low else None
         return combined, 0, formed
     value = sel.value(base, 32)
+    if not checked:
+        return sel.register(value), operand.offset, None
+    low, aligned = _aligned(sel, sel.register(sel.alu(Op.ADD, value, operand.offset)),
+                            size_bytes)
+    return low, 0, FormedAddress(aligned, size_bytes=size_bytes)
+
+
+def _shared_address(sel: Selector, operand: ir.Memory, size_bytes: int, checked: bool
+                    ) -> tuple[VReg, int, FormedAddress | None]:
+    base = operand.base
+    if isinstance(base, ir.Symbol):
+        variable = sel.memory_variable(base)
+        if variable.state_space != "shared":
+            raise sel.error(f"{readable(base.name)} is not in .shared memory", base)
+        value: Source = sel.shared.offsets[base.name]
+    elif isinstance(base, ir.Immediate):
+        value = base.value & MASK32
+    else:
+        value = sel.value(base, 32)      # a 64-bit register: its low word
+    if isinstance(value, int):
+        if not checked:
+            return ZERO, (value + operand.offset) & MASK32, None
+        value = sel.register(value)
     if not checked:
         return sel.register(value), operand.offset, None
     low, aligned = _aligned(sel, sel.register(sel.alu(Op.ADD, value, operand.offset)),
@@ -152,6 +186,8 @@ def _offset(offset: int | SymbolRef, extra: int) -> int | SymbolRef:
 def lower_ld(sel: Selector, ins: ir.Instruction):
     _check_memory_modifiers(sel, ins)
     space = _space(sel, ins)
+    if ("ld", space) in SPACE_LOWERINGS:
+        return SPACE_LOWERINGS["ld", space](sel, ins)
     type_name = sel.type_of(ins)
     if type_name == "pred":
         raise sel.unsupported(ins, "loading a predicate")
@@ -168,41 +204,46 @@ def lower_ld(sel: Selector, ins: ir.Instruction):
         _load_param(sel, ins, destination, source, width, signed)
         return
     start, (size, checked) = len(sel.code), _alignment(sel, ins)
-    base, offset, formed = address(sel, source, size, checked)
+    base, offset, formed = address(sel, source, size, checked, space)
     step = width // 8
     loaded = [_load(sel, base, _offset(offset, index * step), width, signed,
-                    first_of_checked=index == 0 and checked)
+                    first_of_checked=index == 0 and checked, space=machine_space(space))
               for index in range(count)]
     _mark_accesses(sel, start, formed)
     _write_loaded(sel, targets, loaded, width, signed)
 
 
 def _alignment(sel: Selector, ins: ir.Instruction) -> tuple[int, bool]:
-    """(the access's size in bytes, whether it needs the loader's alignment check)."""
-    size = access_bytes(ins)[0]
-    return size, needs_alignment_check(ins) and id(ins) not in sel.aligned_accesses
+    """(the access's size in bytes, whether it needs the loader's alignment check).  A shared
+    access is not one `qwengpu.ptx.alignment` proves: one wider than a word is checked."""
+    sizes = access_bytes(ins)
+    if sizes is None:
+        type_name = sel.type_of(ins)
+        size = max(ir.type_width(type_name) // 8, 1) * _vector_length(ins)
+        return size, size > 4
+    return sizes[0], needs_alignment_check(ins) and id(ins) not in sel.aligned_accesses
 
 
 def _mark_accesses(sel: Selector, start: int, formed: FormedAddress | None):
     """Tell the accesses emitted since `start` where their formed address is (a 16-bit load
     with no check of its own: the `and` that keeps an odd address odd reads it)."""
     for ins in sel.code[start:]:
-        if isinstance(ins, VInstr) and ins.op in (Op.LD, Op.ST):
+        if isinstance(ins, VInstr) and ins.op in ACCESSES_MEMORY:
             ins.formed = formed or ins.formed
 
 
 def _load(sel: Selector, base: VReg, offset, width: int, signed: bool,
-          first_of_checked: bool = False):
+          first_of_checked: bool = False, space: int = 0):
     """One element: a word, a (low, high) pair, or an 8/16-bit value extended to 32 bits.
     `first_of_checked`: the first element of an access `_aligned` checked, whose bit 0 must
     reach the word load even for bytes."""
     if width == 32:
         word = sel.temp()
-        sel.emit(Op.LD, d=word, a=base, imm=offset)
+        sel.emit(Op.LD, d=word, a=base, imm=offset, space=space)
         return word
     if width == 64:
-        return _load(sel, base, offset, 32, False), _load(sel, base, _offset(offset, 4), 32,
-                                                             False)
+        return (_load(sel, base, offset, 32, False, space=space),
+                _load(sel, base, _offset(offset, 4), 32, False, space=space))
     byte_address = sel.alu(Op.ADD, base, offset) if offset != 0 else base
     # Clearing only the bits that select the byte keeps an odd address odd for 16-bit loads,
     # so the word load traps on it as misaligned, like the real access would.
@@ -210,7 +251,7 @@ def _load(sel: Selector, base: VReg, offset, width: int, signed: bool,
     clear = sel.emit(Op.AND, d=aligned, a=sel.register(byte_address),
                      b=-3 & MASK32 if width == 16 or first_of_checked else -4 & MASK32)
     word = sel.temp()
-    load = sel.emit(Op.LD, d=word, a=aligned, imm=0)
+    load = sel.emit(Op.LD, d=word, a=aligned, imm=0, space=space)
     if width == 16:
         load.formed = FormedAddress(clear, size_bytes=2)
     shift = sel.alu(Op.SHL, sel.alu(Op.AND, byte_address, 3), 3)
@@ -275,6 +316,8 @@ def _load_param(sel: Selector, ins: ir.Instruction, destination, source, width: 
 def lower_st(sel: Selector, ins: ir.Instruction):
     _check_memory_modifiers(sel, ins)
     space = _space(sel, ins)
+    if ("st", space) in SPACE_LOWERINGS:
+        return SPACE_LOWERINGS["st", space](sel, ins)
     type_name = sel.type_of(ins)
     destination, source = sel.operands(ins, 2)
     if space == "param":
@@ -282,36 +325,51 @@ def lower_st(sel: Selector, ins: ir.Instruction):
     if space == "const":
         raise sel.error("constant memory cannot be written")
     width = ir.type_width(type_name)
-    if width < 32:
-        raise sel.unsupported(ins, f"{width}-bit stores: QwenGPU stores whole 32-bit words, and "
-                                   "rewriting the enclosing word would lose bytes that other "
-                                   "lanes store at the same time")
     if width > 64:
         raise sel.unsupported(ins, f"{width}-bit accesses")
     count = _vector_length(ins)
     values = _elements(sel, source, count)
     start = len(sel.code)
-    base, offset, formed = address(sel, destination, *_alignment(sel, ins))
+    base, offset, formed = address(sel, destination, *_alignment(sel, ins), space)
     step = width // 8
     for index, element in enumerate(values):
         if element is None:
             raise sel.error("'_' cannot be stored", source)
         element_offset = _offset(offset, index * step)
+        if width < 32:
+            # a byte or halfword: the machine rewrites it inside its word in one step, lane
+            # by lane (docs/isa.md, "Serial instructions")
+            sel.emit(Op.ST_U8 if width == 8 else Op.ST_U16, a=base,
+                     b=sel.register(sel.value(element, 32)), imm=element_offset,
+                     space=machine_space(space))
+            continue
         words: tuple[Source, ...] = sel.pair(element) if width == 64 else \
             (sel.value(element, 32),)
         for word_index, word in enumerate(words):
             sel.emit(Op.ST, a=base, b=sel.register(word),
-                     imm=_offset(element_offset, 4 * word_index))
+                     imm=_offset(element_offset, 4 * word_index), space=machine_space(space))
     _mark_accesses(sel, start, formed)
 
 
 @handles("cvta")
 def lower_cvta(sel: Selector, ins: ir.Instruction):
-    """Generic and global (and const) addresses are the same numbers on QwenGPU."""
+    """Generic and global (and const) addresses are the same numbers on QwenGPU; a shared
+    address is an offset into the block's window, which lies at `%shared_base` in memory
+    (`s2r shared_base`), so the generic address is the sum."""
     sel.check_modifiers(ins, {"to", "global", "const", "param", "shared", "local"})
-    _space(sel, ins)
+    space = _space(sel, ins)
+    if ("cvta", space) in SPACE_LOWERINGS:
+        return SPACE_LOWERINGS["cvta", space](sel, ins)
     type_name = sel.type_of(ins, {"u32", "u64"})
     destination, source = sel.operands(ins, 2)
+    if space == "shared":
+        base = sel.temp()
+        sel.emit(Op.S2R, d=base, imm=int(Special.SHARED_BASE))
+        value = sel.value(source, 32)
+        converted = sel.alu(Op.SUB, value, base) if "to" in ins.modifiers else \
+            sel.alu(Op.ADD, sel.register(value), base)
+        sel.write(destination, converted)
+        return
     if type_name == "u64":
         sel.commit(*zip(sel.destination_pair(destination), sel.pair(source)))
     else:

@@ -24,28 +24,28 @@ import contextlib
 from typing import Callable
 
 from qwengpu.errors import Location, PtxError
-from qwengpu.isa import LANES, MASK32, Cmp, Op, Special
+from qwengpu.isa import LANES, MASK32, Cmp, Op
 from qwengpu.ptx import fold, ir
+from qwengpu.ptx.kernel_facts import shared_layout, single_constant_registers
 from qwengpu.ptx.cuda_lines import readable
-from qwengpu.ptx.explain import call_detail, dot_product_detail
+from qwengpu.ptx.geometry import SUPPORTED_SPECIALS, Geometry, lower_special
+from qwengpu.ptx.local_memory import local_layout
 from qwengpu.ptx.vcode import TRUE, ZERO, Source, SymbolRef, VInstr, VLabel, VPred, VReg
 
 Handler = Callable[["Selector", ir.Instruction], None]
 HANDLERS: dict[str, Handler] = {}
 
-# Special registers the machine has, and the ones that are constants on a 1-D launch.
-SPECIAL_REGISTERS = {"%tid.x": Special.TID, "%ntid.x": Special.NTID, "%ctaid.x": Special.CTAID,
-                     "%nctaid.x": Special.NCTAID, "%laneid": Special.LANEID,
-                     "%warpid": Special.WARPID}
-OTHER_SPECIAL_REGISTERS = {"%clock", "%clock_hi", "%smid", "%nsmid", "%gridid", "%nwarpid",
+# Special registers PTX has and QwenGPU does not; the ones the loader reads are SPECIALS.
+OTHER_SPECIAL_REGISTERS = {"%clock", "%clock_hi", "%smid", "%nsmid", "%gridid",
                            "%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge",
                            "%lanemask_gt", "%pm", "%envreg", "%globaltimer", "%globaltimer_lo",
                            "%globaltimer_hi", "%total_smem_size", "%dynamic_smem_size",
                            "%aggr_smem_size", "%cluster_ctarank", "%clusterid", "%nclusterid",
                            "%cluster_nctarank", "%is_explicit_cluster", "%ctaid", "%tid",
                            "%ntid", "%nctaid", "%reserved_smem_offset_begin"}
-CONSTANT_SPECIAL_REGISTERS = {"%tid.y": 0, "%tid.z": 0, "%ntid.y": 1, "%ntid.z": 1,
-                              "%ctaid.y": 0, "%ctaid.z": 0, "%nctaid.y": 1, "%nctaid.z": 1}
+SPECIALS = frozenset(SUPPORTED_SPECIALS)          # `qwengpu.ptx.geometry` reads them
+SPECIALS_SHOWN = ("%tid", "%ntid", "%ctaid", "%nctaid (.x, .y, .z)", "%laneid", "%warpid",
+                  "%nwarpid")
 
 
 def handles(*opcodes: str) -> Callable[[Handler], Handler]:
@@ -68,8 +68,9 @@ class Selector:
 
     def __init__(self, module: ir.Module, kernel: ir.Kernel, lanes: int = LANES,
                  proven_addresses: set[int] | None = None,
-                 aligned_accesses: set[int] | None = None):
+                 aligned_accesses: set[int] | None = None, geometry: Geometry = Geometry()):
         self.module = module
+        self.geometry, self.lanes = geometry, lanes
         self.proven_addresses = proven_addresses
         self.aligned_accesses = aligned_accesses or set()
         self.constant_symbols = {"WARP_SZ": lanes}
@@ -81,6 +82,9 @@ class Selector:
         self.guard: VPred = TRUE
         self.guard_negated = False
         self.used_variables: set[str] = set()
+        self.constant_registers = single_constant_registers(kernel, self.constant_symbols)
+        self.shared = shared_layout(module, kernel)
+        self.local = local_layout(module, kernel)     # offsets of the .local variables
 
     # ---- driver -----------------------------------------------------------------------------
 
@@ -88,11 +92,6 @@ class Selector:
         labels = {statement.name for statement in self.kernel.body
                   if isinstance(statement, ir.Label)}
         self.labels = labels
-        for statement in self.kernel.body:
-            # A call is set up by parameter stores before it; name the call itself.
-            if isinstance(statement, ir.Instruction) and statement.opcode == "call":
-                self.ins = statement
-                raise self.error(call_detail(statement))
         for statement in self.kernel.body:
             if isinstance(statement, ir.Label):
                 self.code.append(VLabel(statement.name))
@@ -112,9 +111,6 @@ class Selector:
         handler(self, ins)
 
     def unsupported(self, ins: ir.Instruction, detail: str = "") -> PtxError:
-        cuda_loc = None
-        if not detail and ins.opcode in ("dp4a", "dp2a"):
-            detail, cuda_loc = dot_product_detail(self.kernel, ins, self.module.cuda_lines)
         hint = UNSUPPORTED_HINTS.get(".".join((ins.opcode, *ins.modifiers[:1])),
                                      UNSUPPORTED_HINTS.get(ins.opcode, ""))
         message = f"'{ins.full_opcode}' is not supported by QwenGPU"
@@ -122,9 +118,7 @@ class Selector:
             message += f": {detail}"
         elif hint:
             message += f" ({hint})"
-        error = self.error(message)
-        error.cuda_loc = cuda_loc        # the C line, where it is not the PTX line's own
-        return error
+        return self.error(message)
 
     def error(self, message: str, at=None) -> PtxError:
         loc = getattr(at, "loc", None) or (self.ins.loc if self.ins else self.kernel.loc)
@@ -172,7 +166,7 @@ class Selector:
         if type_name is None:
             if name.split(".")[0].rstrip("0123456789") in OTHER_SPECIAL_REGISTERS:
                 raise PtxError(f"special register {name} is not supported by QwenGPU (it has "
-                               f"{', '.join(SPECIAL_REGISTERS)})", loc, self.module.source)
+                               f"{', '.join(SPECIALS_SHOWN)})", loc, self.module.source)
             raise PtxError(f"register {name} is not declared", loc, self.module.source)
         return type_name
 
@@ -195,7 +189,8 @@ class Selector:
     # ---- emitting code ------------------------------------------------------------------------
 
     def emit(self, op: Op, d=None, a=None, b=None, c=None, imm=0,
-             guard: tuple[VPred, bool] | None = None, is_move: bool = False) -> VInstr:
+             guard: tuple[VPred, bool] | None = None, is_move: bool = False,
+             space: int = 0) -> VInstr:
         """Append one instruction.  By default it runs under the PTX instruction's guard; a
         handler that needs its own condition passes `guard=(predicate, negated)`."""
         if a is not None and not isinstance(a, (VReg, VPred)):
@@ -207,8 +202,8 @@ class Selector:
             predicate, negated = guard
             full_def = False
         instruction = VInstr(op=op, d=d, a=a, b=b, c=c, imm=imm, guard=predicate,
-                             guard_negated=negated, full_def=full_def, is_move=is_move,
-                             origin=self.ins)
+                             guard_negated=negated, space=space, full_def=full_def,
+                             is_move=is_move, origin=self.ins)
         self.code.append(instruction)
         return instruction
 
@@ -315,8 +310,11 @@ class Selector:
         if isinstance(operand, ir.Symbol):
             return self.symbol_value(operand)
         if isinstance(operand, ir.Register):
-            if operand.name in SPECIAL_REGISTERS or operand.name in CONSTANT_SPECIAL_REGISTERS:
+            if operand.name in SPECIALS:
                 return self.special(operand)
+            if operand.name in self.constant_registers:
+                return _extend(self.constant_registers[operand.name] & mask(width), width,
+                               signed)
             register_width = self.register_width(operand)
             if register_width == 1:
                 raise self.error(f"{operand.name} is a predicate; a value is needed here",
@@ -345,12 +343,10 @@ class Selector:
         if isinstance(operand, ir.Immediate):
             value = operand.value & mask(64)
             return value & MASK32, value >> 32
-        if isinstance(operand, ir.Register) and operand.name not in SPECIAL_REGISTERS \
-                and operand.name not in CONSTANT_SPECIAL_REGISTERS \
+        if isinstance(operand, ir.Register) and operand.name not in SPECIALS \
                 and self.register_width(operand) == 64:
             return VReg(operand.name + ".lo"), VReg(operand.name + ".hi")
-        if isinstance(operand, ir.Register) and operand.name not in SPECIAL_REGISTERS \
-                and operand.name not in CONSTANT_SPECIAL_REGISTERS:
+        if isinstance(operand, ir.Register) and operand.name not in SPECIALS:
             width = self.register_width(operand)
             low = self.value(operand, width, signed)
             return low, self.sign_word(low) if signed else 0
@@ -359,9 +355,7 @@ class Selector:
 
     def is_wide_register(self, operand: ir.Register) -> bool:
         """A 64-bit general register (a (low, high) pair), not a special one."""
-        return operand.name not in SPECIAL_REGISTERS and \
-            operand.name not in CONSTANT_SPECIAL_REGISTERS and \
-            self.register_width(operand) == 64
+        return operand.name not in SPECIALS and self.register_width(operand) == 64
 
     def sign_word(self, low: Source) -> Source:
         """0 or all ones: the high word of `low` sign-extended to 64 bits."""
@@ -378,22 +372,23 @@ class Selector:
         raise self.error("a predicate register is needed here", operand)
 
     def special(self, operand: ir.Register) -> Source:
-        if operand.name in CONSTANT_SPECIAL_REGISTERS:
-            return CONSTANT_SPECIAL_REGISTERS[operand.name]
-        temp = self.temp()
-        self.emit(Op.S2R, d=temp, imm=int(SPECIAL_REGISTERS[operand.name]))
-        return temp
+        """A special register: the machine's, or computed from them (`qwengpu.ptx.geometry`)."""
+        return lower_special(self, operand.name, self.geometry, self.lanes)
 
     def symbol_value(self, operand: ir.Symbol) -> Source:
         """A name used as a value: the address of a memory variable, or WARP_SZ."""
         name = operand.name
         if name in self.constant_symbols:
             return self.constant_symbols[name]
-        self.memory_variable(operand)
+        if name in self.local.offsets:           # an address in the .local space
+            return self.local.offsets[name]
+        variable = self.memory_variable(operand)
+        if variable.state_space == "shared":
+            return self.shared.offsets[name]      # a shared address: an offset in the window
         return SymbolRef(name)
 
     def memory_variable(self, operand: ir.Symbol) -> ir.Variable:
-        """The `.global`/`.const` variable a symbol names, or a clear error."""
+        """The `.global`/`.const`/`.shared` variable a symbol names, or a clear error."""
         name = operand.name
         variable = self.kernel.variables.get(name) or self.module.variables.get(name)
         if variable is None:
@@ -403,9 +398,11 @@ class Selector:
             if name in self.labels:
                 raise self.error(f"label {name} is not a value", operand)
             if name in self.module.functions or name in self.module.kernels:
-                raise self.error(f"{readable(name)} is a function; calls are not supported",
-                                 operand)
+                raise self.error(f"{readable(name)} is a function; its address (a function "
+                                 "pointer) is not supported, only calls by name", operand)
             raise self.error(f"unknown symbol {readable(name)}", operand)
+        if variable.state_space == "shared":
+            return variable
         if variable.state_space not in ("global", "const"):
             raise self.error(_state_space_message(variable), operand)
         if variable.extern or variable.array_length == 0:
@@ -442,8 +439,7 @@ class Selector:
         return self.predicate_register(register.name, register.loc)
 
     def _destination_register(self, operand) -> ir.Register:
-        if not isinstance(operand, ir.Register) or operand.name in SPECIAL_REGISTERS \
-                or operand.name in CONSTANT_SPECIAL_REGISTERS:
+        if not isinstance(operand, ir.Register) or operand.name in SPECIALS:
             raise self.error("the destination must be a register", operand)
         self.register_type(operand.name, operand.loc)
         return operand
@@ -486,15 +482,15 @@ def _state_space_message(variable: ir.Variable) -> str:
         return (f"{name} is in .shared memory, which QwenGPU does not have "
                 "(all data lives in the 126 words of global memory)")
     if space == "local":
-        return (f"{name} is per-thread .local memory (a stack array), which QwenGPU "
-                "does not have; keep arrays in global buffers or let nvcc put them in registers")
+        return (f"{name} is in .local memory: address it with ld.local/st.local, or make a "
+                "generic address of it with cvta.local")
     if space == "param":
         return f"{name} is a call parameter; function calls are not supported"
     return f"{name} is in .{space} memory, which QwenGPU does not have"
 
 
 UNSUPPORTED_HINTS = {
-    "call": "function calls; mark device functions __forceinline__",
+    "call": "calls are inlined before selection (qwengpu.ptx.inline.inline_calls)",
     # bar.sync/barrier.sync is __syncthreads, bar.warp.sync __syncwarp
     "bar": "__syncthreads: QwenGPU has no barrier; its warps take turns one instruction at a "
            "time, and none can be held until the others arrive",

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qwengpu.errors import Location
-from qwengpu.isa import Cmp, Op
+from qwengpu.isa import DEFAULT_ISA, SERIAL, Cmp, Op
+from qwengpu.isa.syntax import render
 from qwengpu.ptx import ir
 
 
@@ -100,7 +101,8 @@ class VInstr:
     the branch target, the special-register index or the parameter word.  `full_def` marks a
     guarded write that still counts as a whole definition (a temporary that is only read under
     the same guard); other guarded writes keep the old value in lanes whose guard fails, so they
-    also read their destination.  `is_move` marks a copy `d = a` the allocator may coalesce.
+    also read their destination.  `is_move` marks a copy `d = a` the allocator may coalesce;
+    `note` says why the allocator added an instruction (spill code, `qwengpu.ptx.spill`).
     """
 
     op: Op
@@ -111,11 +113,14 @@ class VInstr:
     imm: int | LabelRef | ParamRef | SymbolRef = 0
     guard: VPred = TRUE
     guard_negated: bool = False
+    space: int = 0
     full_def: bool = False
     is_move: bool = False
     origin: ir.Instruction | None = field(default=None, repr=False, compare=False)
     # an access whose address a check altered: where the address the kernel formed is read
     formed: FormedAddress | None = field(default=None, repr=False, compare=False)
+    # what the register allocator added it for (`spill %r5`, `reload %r5`), for the listing
+    note: str = field(default="", compare=False)
 
     @property
     def loc(self) -> Location | None:
@@ -128,7 +133,8 @@ class VInstr:
     @property
     def has_side_effect(self) -> bool:
         """Instructions that must stay even when nothing reads what they write."""
-        return self.op in (Op.ST, Op.BRA, Op.EXIT, Op.LD, Op.INVALID)
+        return self.op in (Op.ST, Op.BRA, Op.EXIT, Op.LD, Op.INVALID, Op.BAR) or \
+            self.op in SERIAL
 
     def defs(self) -> list[VReg | VPred]:
         if self.d is None or self.d in (ZERO, TRUE):
@@ -165,31 +171,43 @@ class VLabel:
 VCode = list  # of VInstr | VLabel
 
 
+class _VirtualRenderer:
+    """How virtual code prints its operands, through the spec's assembly forms
+    (`qwengpu.isa.syntax.render`): registers by their virtual names, symbolic immediates by
+    what they stand for."""
+
+    def __init__(self, ins: VInstr):
+        self.ins = ins
+
+    def field(self, name: str) -> int:
+        value = getattr(self.ins, name, 0)
+        return int(value) if isinstance(value, int) else 0
+
+    def reg(self, field: str) -> str:
+        return str(getattr(self.ins, field))
+
+    pred = reg
+
+    def operand_b(self) -> str:
+        return str(self.ins.b)
+
+    def address(self) -> str:
+        return f"[{self.ins.a}{_offset(self.ins.imm)}]"
+
+    def immediate(self) -> str:
+        return str(self.ins.imm)
+
+    target = immediate
+
+
 def format_vinstr(ins: VInstr) -> str:
-    """A readable text form, close to the machine's assembler text."""
+    """A readable text form: the machine's assembler text over virtual registers."""
     guard = ""
     if ins.guarded:
         guard = f"@{'!' if ins.guard_negated else ''}{ins.guard} "
-    name = ins.op.name.lower().replace("_", ".")
-    parts = []
-    if ins.op == Op.SETP:
-        name = f"setp.{Cmp(ins.c).name.lower()}"
-        parts = [ins.d, ins.a, ins.b]
-    elif ins.op in (Op.LD,):
-        parts = [ins.d, f"[{ins.a}{_offset(ins.imm)}]"]
-    elif ins.op == Op.ST:
-        parts = [f"[{ins.a}{_offset(ins.imm)}]", ins.b]
-    elif ins.op == Op.BRA:
-        parts = [ins.imm]
-    elif ins.op in (Op.S2R, Op.LDP):
-        parts = [ins.d, ins.imm]
-    elif ins.op in (Op.EXIT, Op.NOP, Op.INVALID):
-        parts = []
-    else:
-        parts = [part for part in (ins.d, ins.a, ins.b) if part is not None]
-        if ins.op in (Op.MAD, Op.SELP):
-            parts.append(ins.c)
-    return guard + name + (" " + ", ".join(str(part) for part in parts) if parts else "")
+    opcode = DEFAULT_ISA.by_value[int(ins.op)]
+    return guard + render(opcode.syntax, _VirtualRenderer(ins), DEFAULT_ISA.enums,
+                          DEFAULT_ISA.enum_texts)
 
 
 def _offset(imm) -> str:

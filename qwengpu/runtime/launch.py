@@ -20,19 +20,22 @@ import os
 from dataclasses import dataclass, field, replace
 
 from qwengpu.errors import CapacityError, LaunchError, Location, UserError
-from qwengpu.isa import MASK32, RZ, Instruction, Trap
+from qwengpu.isa import MASK32, RZ, TRAP_TEXTS, Instruction, Op, Space, Trap
 from qwengpu.ptx import ir
 from qwengpu.ptx.alignment import variable_alignment
 from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_module
 from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
+from qwengpu.runtime.launch_shape import (Dims, count, dims_of, launch_geometry, shape_problem,
+                                          shape_refusal, shown, thread_name)
 from qwengpu.runtime.trap_address import fault_detail, formed_address
-from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, load_machine,
-                                           new_simulator, run_simulator, signed_word)
+from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, MachineShape,
+                                           Windows, load_machine, new_simulator,
+                                           run_simulator, signed_word)
 
 LAUNCH_KEYS = ("source", "kernel", "grid", "block", "buffers", "args")
-OPTIONAL_KEYS = ("check_addresses",)    # docs/launch.md
+OPTIONAL_KEYS = ("check_addresses", "shared_bytes")    # docs/launch.md
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class Region:
     name: str
     base_word: int
     words: int
-    kind: str = "buffer"          # "buffer" or "variable"
+    kind: str = "buffer"          # "buffer", "variable", "shared" or "local"
 
     @property
     def base_address(self) -> int:
@@ -56,8 +59,8 @@ class Launch:
 
     source_path: str
     kernel: str
-    grid: int
-    block: int
+    grid: int                     # blocks, all dimensions together (the machine's nctaid)
+    block: int                    # threads a block (its ntid)
     program: Program
     instructions: list[Instruction]
     memory: list[int]
@@ -65,6 +68,9 @@ class Launch:
     regions: list[Region]
     limits: MachineLimits = field(default_factory=MachineLimits)
     launch_path: str | None = None
+    windows: Windows = field(default_factory=Windows)     # shared and local memory
+    grid_dims: Dims | None = None     # the grid and block as CUDA's dim3 (x, y, z); None:
+    block_dims: Dims | None = None    # (grid, 1, 1) and (block, 1, 1)
 
     @property
     def warps_per_block(self) -> int:
@@ -95,7 +101,7 @@ class Launch:
         return None
 
     def thread_of(self, warp: int, lane: int) -> tuple[int, int]:
-        """(blockIdx.x, threadIdx.x) of a lane."""
+        """(block, thread in block) of a lane, as flat indices (x fastest)."""
         return warp // self.warps_per_block, (warp % self.warps_per_block) * self.limits.lanes \
             + lane
 
@@ -184,8 +190,9 @@ def _launch_facts(data: dict, module: ir.Module, limits: MachineLimits) -> Facts
         if _is_int(arg) and not param.is_array:
             value = arg & ((1 << (8 * param.size_bytes)) - 1)
             params[param.name] = (value, value)
-    return replace(general, block=(data["block"], data["block"]),
-                   grid=(data["grid"], data["grid"]), params=params)
+    block, grid = count(data["block"]), count(data["grid"])
+    return replace(general, block=(block, block), grid=(grid, grid), params=params,
+                   geometry=launch_geometry(data))
 
 
 def _is_int(value) -> bool:
@@ -210,8 +217,8 @@ def _check_shape(data, source: _LaunchText):
         if not isinstance(data[key], str) or not data[key]:
             raise source.error(f"{key!r} must be a non-empty string", key)
     for key in ("grid", "block"):
-        if not _is_int(data[key]) or data[key] < 1:
-            raise source.error(f"{key!r} must be a positive integer, not {data[key]!r}", key)
+        if (problem := shape_problem(data[key], key)) is not None:
+            raise source.error(problem, key)
     buffers = data["buffers"]
     if not isinstance(buffers, dict):
         raise source.error("'buffers' must be an object: name -> list of integers", "buffers")
@@ -226,11 +233,15 @@ def _check_shape(data, source: _LaunchText):
         raise source.error("'args' must be a list (buffer names and integers)", "args")
 
 
-def launch_for_program(program: Program, grid: int, block: int, buffers: dict[str, list[int]],
-                       args: list, limits: MachineLimits | None = None) -> Launch:
-    """A launch of an already compiled kernel (the Python API behind launch files)."""
+def launch_for_program(program: Program, grid, block, buffers: dict[str, list[int]],
+                       args: list, limits: MachineLimits | None = None,
+                       shared_bytes: int = 0) -> Launch:
+    """A launch of an already compiled kernel (the Python API behind launch files); `grid`
+    and `block` are numbers or (x, y, z), `shared_bytes` its extern shared memory."""
     data = {"source": program.ptx_path, "kernel": program.kernel, "grid": grid,
             "block": block, "buffers": buffers, "args": args}
+    if shared_bytes:
+        data["shared_bytes"] = shared_bytes
     source = _LaunchText("<launch>", json.dumps(data, indent=1))
     _check_shape(data, source)
     with in_cuda_terms(lambda: program.cuda_lines):
@@ -239,13 +250,14 @@ def launch_for_program(program: Program, grid: int, block: int, buffers: dict[st
 
 def _build(data: dict, source_path: str, program: Program, limits: MachineLimits,
            source: _LaunchText) -> Launch:
-    grid, block = data["grid"], data["block"]
+    grid_dims, block_dims = dims_of(data["grid"]), dims_of(data["block"])
+    grid, block = count(grid_dims), count(block_dims)
     warps = grid * -(-block // limits.lanes)
     if warps > limits.warps:
         raise CapacityError(
-            f"the launch needs {warps} warps (grid {grid} x ceil({block} / {limits.lanes}) "
-            f"threads per warp), but QwenGPU has {limits.warps}", source.loc("grid"),
-            source.text)
+            f"the launch needs {warps} warps (grid {shown(grid_dims)} x ceil("
+            f"{shown(block_dims)} / {limits.lanes}) threads per warp), but QwenGPU has "
+            f"{limits.warps}", source.loc("grid"), source.text)
     regions = _layout(data["buffers"], program, limits, source)
     addresses = {region.name: region.base_address for region in regions}
     memory = [0] * limits.memory_words
@@ -259,10 +271,49 @@ def _build(data: dict, source_path: str, program: Program, limits: MachineLimits
     params, values = _param_words(data["args"], data["buffers"], program, addresses, limits,
                                   source)
     _check_assumptions(program, data, values, source)
+    windows = _windows(data, program, limits, regions, source)
+    regions += window_regions(windows)
     return Launch(source_path=source_path, kernel=program.kernel, grid=grid, block=block,
                   program=program, instructions=program.link(addresses), memory=memory,
                   params=params, regions=regions, limits=limits,
-                  launch_path=source.path if source.path != "<launch>" else None)
+                  launch_path=source.path if source.path != "<launch>" else None,
+                  windows=windows, grid_dims=grid_dims, block_dims=block_dims)
+
+
+def _windows(data: dict, program: Program, limits: MachineLimits, regions: list[Region],
+             source: _LaunchText) -> Windows:
+    """The launch's shared memory (a window a block: the kernel's static shared variables
+    and `shared_bytes` of extern shared memory) and local memory (a window a thread), laid
+    out after its buffers and variables (docs/launch.md, "Memory layout")."""
+    dynamic = data.get("shared_bytes", 0)
+    if not _is_int(dynamic) or dynamic < 0:
+        raise source.error("shared_bytes must be a number of bytes (0 or more)",
+                           "shared_bytes")
+    if dynamic and not program.dynamic_shared:
+        raise source.error(f"shared_bytes gives extern shared memory, but kernel "
+                           f"{readable(program.kernel)} declares none", "shared_bytes")
+    shared_words = -(-(program.shared_bytes + dynamic) // 4)
+    local_words = -(-program.local_bytes // 4)
+    first = max((region.base_word + region.words for region in regions), default=0)
+    shape = MachineShape(limits.lanes, limits.warps, limits.registers, limits.predicates,
+                         limits.memory_words, limits.param_words, limits.program_words,
+                         limits.shared_words, limits.local_words)
+    try:
+        return Windows.laid_out(first, count(data["grid"]), count(data["block"]), shared_words,
+                                local_words, shape, max(program.local_alignment // 4, 1))
+    except CapacityError as error:
+        raise CapacityError(error.message, source.loc("buffers"), source.text) from None
+
+
+def window_regions(windows: Windows) -> list[Region]:
+    """Each block's shared memory and each thread's local memory, as named regions."""
+    regions = [Region(f"shared[block {block}]", base, windows.shared_words, "shared")
+               for block, base in enumerate(windows.shared_bases)]
+    regions += [Region(f"local[block {block}, thread {thread}]", base, windows.local_words,
+                       "local")
+                for block, threads in enumerate(windows.local_bases)
+                for thread, base in enumerate(threads)]
+    return regions
 
 
 def _check_assumptions(program: Program, data: dict, param_values: dict[str, list[int]],
@@ -271,6 +322,9 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
     (`Program.assumptions`); a launch outside them would run unchecked, so it is refused."""
     values = {name: sum(word << (32 * index) for index, word in enumerate(words))
               for name, words in param_values.items()}
+    refused = shape_refusal(program, data)
+    if refused is not None:
+        raise source.error(*refused)
     for name, alignment in program.aligned_params.items():
         if values.get(name, 0) % alignment:
             raise source.error(f"this launch has parameter {readable(name)} = {values[name]}, "
@@ -279,7 +333,7 @@ def _check_assumptions(program: Program, data: dict, param_values: dict[str, lis
                                "this launch (a launch file does)", "args")
     if program.assumptions is None:
         return
-    broken = kept_to(program.assumptions, data["block"], data["grid"], values)
+    broken = kept_to(program.assumptions, count(data["block"]), count(data["grid"]), values)
     if broken is not None:
         raise source.error(f"this launch has {broken}, and the kernel's address checks were left "
                            "out on that ground: compile the kernel for this launch (a launch "
@@ -392,12 +446,8 @@ def _argument_words(param: ir.Param, arg, buffers: dict, addresses: dict[str, in
 
 # ---- running -------------------------------------------------------------------------------------
 
-TRAP_DESCRIPTIONS = {
-    Trap.BAD_OPCODE: "invalid instruction",
-    Trap.ADDRESS_RANGE: "address out of range",
-    Trap.MISALIGNED: "misaligned address",
-    Trap.BAD_OPERAND: "bad operand",
-}
+# What each trap is called: the spec's strings on its `enum Trap`.
+TRAP_DESCRIPTIONS = dict(TRAP_TEXTS)
 
 
 @dataclass
@@ -485,7 +535,7 @@ def run_launch_sim(launch: Launch, max_records: int = DEFAULT_MAX_RECORDS,
                    machine: Machine | str | None = None) -> LaunchResult:
     """Run a launch on the reference interpreter of the spec (default specs/qwengpu.hdl)."""
     simulator = new_simulator(machine, launch.instructions, launch.memory, launch.params,
-                              launch.grid, launch.block)
+                              launch.grid, launch.block, launch.windows)
     outcome = run_simulator(simulator, max_records)
     trap = None
     if outcome.trapped:
@@ -493,6 +543,22 @@ def run_launch_sim(launch: Launch, max_records: int = DEFAULT_MAX_RECORDS,
                              lambda warp, lane, index: simulator.read_memory(
                                  "regs", (warp, lane, index)), outcome.records)
     return LaunchResult(launch, list(outcome.memory), outcome.records, trap)
+
+
+def _window_detail(launch: Launch, instruction: Instruction, code: int, address: int) -> str:
+    """A fault of a shared or local access (an offset into a window), or of a halfword
+    store, in those terms; "" for the others."""
+    space = getattr(instruction, "space", Space.GLOBAL)
+    if code == Trap.MISALIGNED and instruction.op == Op.ST_U16:
+        return f": byte address {address} is not a multiple of 2 (a 2-byte store)"
+    if code != Trap.ADDRESS_RANGE or space not in (Space.SHARED, Space.LOCAL):
+        return ""
+    if space == Space.SHARED:
+        words, what = launch.windows.shared_words, "the block's shared memory"
+    else:
+        words, what = launch.windows.local_words, "the thread's local memory"
+    return (f": {Space(space).name.lower()} address {address} (word {address // 4}) is past "
+            f"the {words} word{'s' if words != 1 else ''} of {what}")
 
 
 def describe_trap(launch: Launch, record_index: int, record: dict,
@@ -522,7 +588,8 @@ def describe_trap(launch: Launch, record_index: int, record: dict,
         detail = fault_detail(code, address, kernel_address, formed.size_bytes if formed else 4,
                               launch.limits.memory_words)
         address = address if kernel_address is None else kernel_address
-    where = (f"warp {warp}, lane {lane} (block {block}, thread {thread}), pc {pc}: {text}")
+        detail = _window_detail(launch, instruction, code, address) or detail
+    where = f"warp {warp}, lane {lane} ({thread_name(launch, warp, lane)}), pc {pc}: {text}"
     message = f"{kind}{detail}; in {where}"
     ptx_loc = slot.ptx_loc if slot else None
     lines = launch.program.cuda_lines

@@ -29,7 +29,8 @@ from qwengpu.dsl.elaborate import elaborate_source, load_design
 from qwengpu.dsl.interp import Simulator, compile_step
 from qwengpu.dsl.netlist import Design
 from qwengpu.errors import CapacityError, HdlError, LaunchError, Location, UserError
-from qwengpu.isa import MASK32, MAX_LAUNCH_RECORDS, Instruction, Trap
+from qwengpu.isa import DEFAULT_ISA, MASK32, MAX_LAUNCH_RECORDS, Instruction, Trap
+from qwengpu.isa.machine import MachineIsa
 
 DEFAULT_SPEC = Path(qwengpu.__file__).resolve().parents[1] / "specs" / "qwengpu.hdl"
 DEFAULT_MAX_RECORDS = 1_000_000
@@ -38,6 +39,7 @@ DEFAULT_MAX_RECORDS = 1_000_000
 LAUNCH_MEMORIES = ("prog", "mem", "params", "live", "warp_ctaid", "warp_tid0")
 LAUNCH_REGISTERS = ("ntid", "nctaid")
 SHAPE_PARAMETERS = ("LANES", "WARPS", "REGS", "PREDS", "MEM_WORDS", "PARAM_WORDS", "PROG_WORDS")
+WINDOW_PARAMETERS = ("SHARED_WORDS", "LOCAL_WORDS")     # a spec without them has none
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class MachineShape:
     mem_words: int
     param_words: int
     prog_words: int
+    shared_words: int = 0       # at most this many a block (and at most mem_words)
+    local_words: int = 0        # at most this many a thread
 
     @classmethod
     def from_design(cls, design: Design) -> "MachineShape":
@@ -58,7 +62,9 @@ class MachineShape:
         if missing:
             raise HdlError(f"{design.name} is not a QwenGPU machine: it has no parameter "
                            f"{', '.join(missing)} (docs/isa.md)", Location(design.file))
-        return cls(*(design.params[name] for name in SHAPE_PARAMETERS))
+        mem_words = design.params["MEM_WORDS"]
+        windows = [min(design.params.get(name, 0), mem_words) for name in WINDOW_PARAMETERS]
+        return cls(*(design.params[name] for name in SHAPE_PARAMETERS), *windows)
 
 
 class Machine:
@@ -70,10 +76,20 @@ class Machine:
         _check_launch_state(design, self.shape)
         _check_record_fields(design, self.shape)
         self._step = compile_step(design)
+        self._isa: MachineIsa | None = None
 
     def simulator(self) -> Simulator:
         """A fresh simulator in the reset state."""
         return Simulator(self.design, self._step)
+
+    @property
+    def isa(self) -> MachineIsa:
+        """The machine's instruction set, read from its spec (a spec whose opcodes carry no
+        assembly forms has the default machine's)."""
+        if self._isa is None:
+            self._isa = MachineIsa.from_design(self.design) \
+                if self.design.enum_texts.get("Op") else DEFAULT_ISA
+        return self._isa
 
 
 # The record fields the runtime reads (docs/isa.md, "Records"): launches, traps, `--trace`.
@@ -151,9 +167,62 @@ def warps_per_block(block: int, lanes: int) -> int:
     return -(-block // lanes)
 
 
+# The state that gives blocks their shared memory and threads their local memory, and the
+# barriers' (docs/isa.md, "Shared and local memory", "Barriers"); a spec may lack them all.
+WINDOW_STATE = ("warp_block", "warp_shared", "thread_local", "waiting", "shared_words",
+                "local_words")
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Where a launch's shared and local memory lie in the machine's memory: each block's
+    window of `shared_words` words from `shared_bases[block]`, each thread's (block, thread
+    in block) of `local_words` from `local_bases[block][thread]`."""
+
+    shared_words: int = 0
+    local_words: int = 0
+    shared_bases: tuple[int, ...] = ()
+    local_bases: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def words(self) -> int:
+        return self.shared_words * len(self.shared_bases) + \
+            self.local_words * sum(len(threads) for threads in self.local_bases)
+
+    @classmethod
+    def laid_out(cls, first_word: int, grid: int, block: int, shared_words: int,
+                 local_words: int, shape: "MachineShape", local_align_words: int = 1
+                 ) -> "Windows":
+        """Windows from `first_word` on: every block's shared memory, then every thread's
+        local memory, from a multiple of `local_align_words` (`local_words` is one too).
+        Raises `CapacityError` when they do not fit in the memory."""
+        if shared_words > shape.shared_words:
+            raise _too_many("words of shared memory a block has", shared_words,
+                            shape.shared_words, "SHARED_WORDS")
+        if local_words > shape.local_words:
+            raise _too_many("words of local memory a thread has", local_words,
+                            shape.local_words, "LOCAL_WORDS")
+        shared_bases = tuple(first_word + b * shared_words for b in range(grid)) \
+            if shared_words else ()
+        start = first_word + shared_words * len(shared_bases)
+        if local_words:
+            start = -(-start // local_align_words) * local_align_words
+        local_bases = tuple(tuple(start + (b * block + t) * local_words for t in range(block))
+                            for b in range(grid)) if local_words else ()
+        windows = cls(shared_words, local_words, shared_bases, local_bases)
+        end = start + local_words * grid * block if local_words else first_word + windows.words
+        if end > shape.mem_words:
+            raise CapacityError(
+                f"memory: the launch's words ({first_word}) and its shared and local memory "
+                f"({windows.words}: {shared_words} shared a block, {local_words} local a "
+                f"thread) need {end} words, but the machine has {shape.mem_words} "
+                f"(MEM_WORDS); {end - shape.mem_words} too many")
+        return windows
+
+
 def new_simulator(machine: Machine | str | Path | None, program: Sequence[Instruction],
                   memory: Sequence[int], params: Sequence[int], grid: int,
-                  block: int) -> Simulator:
+                  block: int, windows: Windows | None = None) -> Simulator:
     """A simulator whose state holds this launch (docs/isa.md, "State"), ready to step.
 
     `machine` is a `Machine`, a spec path, or None for the default spec.  Memory and
@@ -182,7 +251,7 @@ def new_simulator(machine: Machine | str | Path | None, program: Sequence[Instru
             f"holds {shape.warps} (WARPS); {grid * per_block - shape.warps} too many")
 
     sim = machine.simulator()
-    sim.load_memory("prog", [instruction.encode() for instruction in program])
+    sim.load_memory("prog", [instruction.encode(machine.isa) for instruction in program])
     sim.load_memory("mem", list(memory))
     sim.load_memory("params", list(params))
     for warp in range(grid * per_block):
@@ -194,7 +263,31 @@ def new_simulator(machine: Machine | str | Path | None, program: Sequence[Instru
             sim.write_memory("live", (warp, lane), int(tid0 + lane < block))
     sim.set_register("ntid", block)
     sim.set_register("nctaid", grid)
+    _fill_windows(machine, sim, windows or Windows(), grid, block, per_block)
     return sim
+
+
+def _fill_windows(machine: Machine, sim: Simulator, windows: Windows, grid: int, block: int,
+                  per_block: int) -> None:
+    design, lanes = machine.design, machine.shape.lanes
+    if not all(name in design.memories or name in design.registers for name in WINDOW_STATE):
+        if windows.words:
+            raise CapacityError(f"{design.name} has no shared or local memory (its spec lacks "
+                                f"{', '.join(WINDOW_STATE)}), which this launch uses")
+        return
+    for warp in range(grid * per_block):
+        block_index, warp_in_block = divmod(warp, per_block)
+        sim.write_memory("warp_block", (warp,), block_index)
+        if windows.shared_words:
+            sim.write_memory("warp_shared", (warp,), windows.shared_bases[block_index])
+        if windows.local_words:
+            for lane in range(lanes):
+                thread = warp_in_block * lanes + lane
+                if thread < block:
+                    sim.write_memory("thread_local", (warp, lane),
+                                     windows.local_bases[block_index][thread])
+    sim.set_register("shared_words", windows.shared_words)
+    sim.set_register("local_words", windows.local_words)
 
 
 @dataclass

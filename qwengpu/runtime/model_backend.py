@@ -207,7 +207,8 @@ class LockstepChecker:
     def __init__(self, launch: Launch, protocol: TraceProtocol, machine=None):
         self.protocol = protocol
         self.simulator = new_simulator(as_machine(machine), launch.instructions,
-                                       launch.memory, launch.params, launch.grid, launch.block)
+                                       launch.memory, launch.params, launch.grid, launch.block,
+                                       launch.windows)
         self.record_index = 0
         self.ended = False
         self._at = 0

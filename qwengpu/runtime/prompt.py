@@ -31,7 +31,7 @@ def initial_state(launch: Launch, machine: Machine | Design | str | None = None
     list of one value), as the reference interpreter's launch filling sets it."""
     return simulator_state(new_simulator(as_machine(machine), launch.instructions,
                                          launch.memory, launch.params, launch.grid,
-                                         launch.block))
+                                         launch.block, launch.windows))
 
 
 def build_prompt(launch: Launch, protocol: TraceProtocol,

@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator
 
-from qwengpu.isa import MASK32, Op
+from qwengpu.isa import MASK32, SERIAL, Op
 from qwengpu.runtime.launch import TRAP_DESCRIPTIONS, Launch
+from qwengpu.runtime.launch_shape import index_text, launch_dims
 from qwengpu.runtime.machine_state import signed_word
 
 INDENT = " " * 5
@@ -58,7 +59,8 @@ def format_record(index: int, record: dict[str, int], launch: Launch) -> list[st
         if cuda is not None:  # PTX made with -lineinfo says which CUDA line it came from
             where += f"  ({os.path.basename(cuda.file)}:{cuda.line})"
     block, _ = launch.thread_of(record["warp"], 0)
-    warp = f"warp {record['warp']}" + (f" (block {block})" if launch.grid > 1 else "")
+    block_name = index_text(block, launch_dims(launch)[0])
+    warp = f"warp {record['warp']}" + (f" (block {block_name})" if launch.grid > 1 else "")
     head = (f"#{index:<4d}{warp}  pc {pc:<3d} "
             f"active {mask_text(record['active'], lanes)}  "
             f"exec {mask_text(record['exec'], lanes)}  {text:<22s}{where}")
@@ -92,6 +94,23 @@ def format_record(index: int, record: dict[str, int], launch: Launch) -> list[st
         lines.append(f"{INDENT}branch not taken: lanes go on to {pc + 1}")
     if record["exited"]:
         lines.append(f"{INDENT}exit: lanes {lane_list(lanes_of(record['exited'], lanes))} finish")
+    lines += _cooperation(record, lanes)
+    return lines
+
+
+def _cooperation(record: dict[str, int], lanes: int) -> list[str]:
+    """What a barrier or a serial instruction did to the warps and lanes."""
+    lines = []
+    op = record["op"]
+    if record.get("released"):
+        lines.append(f"{INDENT}barrier released: every warp of the block goes on")
+    elif op == Op.BAR and record["exec"]:
+        lines.append(f"{INDENT}barrier: the warp waits for the others of its block")
+    if op in SERIAL and record["exec"]:
+        ran = lanes_of(record["exec"], lanes)
+        if len(ran) > 1:
+            lines.append(f"{INDENT}lane {ran[0]} ran it; lanes {lane_list(ran[1:])} run it "
+                         "later, in turn")
     return lines
 
 

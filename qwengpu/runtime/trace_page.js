@@ -163,11 +163,25 @@
   // ---- drawing ----------------------------------------------------------------------------
   let view = null, step = 0;
 
+  // A launch of 2 or 3 dimensions names blocks and threads by (x, y[, z]), x fastest.
+  function indexText(index, dims) {
+    if (!dims || (dims[1] === 1 && dims[2] === 1)) return String(index);
+    const x = index % dims[0], y = Math.floor(index / dims[0]) % dims[1];
+    const z = Math.floor(index / (dims[0] * dims[1]));
+    return dims[2] > 1 ? `(${x},${y},${z})` : `(${x},${y})`;
+  }
+
+  function shapeText(dims, count) {
+    if (!dims || (dims[1] === 1 && dims[2] === 1)) return String(count);
+    return (dims[2] > 1 ? dims : dims.slice(0, 2)).join("x");
+  }
+
   function cellWidth(count) { return count <= 400 ? 10 : count <= 4000 ? 5 : 2; }
 
   function renderSummary(data) {
     const parts = [esc(data.backend), "kernel " + esc(data.kernel), "source " + esc(data.source),
-                   "grid " + data.grid + " x block " + data.block,
+                   "grid " + shapeText(data.grid_dims, data.grid) + " x block " +
+                   shapeText(data.block_dims, data.block),
                    data.warps + (data.warps === 1 ? " warp of " : " warps of ") + data.lanes +
                    (data.lanes === 1 ? " lane" : " lanes"),
                    view.count + " records"];
@@ -199,7 +213,8 @@
     for (let warp = 0; warp < data.warps; warp++) {
       const top = TOP + warp * rowHeight, block = view.blockOf(warp);
       labels.push(`<text class="label" x="2" y="${top + MARK_HEIGHT + LANE_HEIGHT}">warp ${warp}` +
-                 (data.grid > 1 && block !== null ? ` (b${block})` : "") + `</text>`);
+                 (data.grid > 1 && block !== null ? ` (b${indexText(block, data.grid_dims)})` : "") +
+                 `</text>`);
       for (let lane = 0; lane < lanes; lane++) {
         labels.push(`<text class="label" x="${LABELS - 12}" y="${top + MARK_HEIGHT + (lane + 1) * LANE_HEIGHT - 1}">${lane}</text>`);
       }
@@ -283,7 +298,8 @@
     const warp = values.warp, pc = values.pc, slot = data.program[pc];
     const block = view.blockOf(warp);
     const parts = [`<div id="record-head" class="where">record #${index} &middot; warp ${warp}` +
-      (block !== null ? ` (block ${block})` : "") + ` &middot; pc ${pc} &middot; active ` +
+      (block !== null ? ` (block ${indexText(block, data.grid_dims)})` : "") +
+      ` &middot; pc ${pc} &middot; active ` +
       `${maskText(values.active, data.lanes)} &middot; exec ${maskText(values.exec, data.lanes)}</div>`];
     if (slot) {
       parts.push(`<div id="record-instruction" class="where">machine: ${esc(slot.instruction)}</div>`);
@@ -343,7 +359,8 @@
       const exited = bit(state.exited[thread.warp], thread.lane) === 1;
       let status = exited ? "exited" : "";
       if (!exited && thread.warp === warp) status = laneStates[thread.lane] || "";
-      const cells = [`<td class="text">b${thread.block}.t${thread.thread}</td>`,
+      const cells = [`<td class="text">b${indexText(thread.block, data.grid_dims)}.t` +
+                     `${indexText(thread.thread, data.block_dims)}</td>`,
                      `<td class="text">${thread.warp}.${thread.lane}</td>`,
                      `<td class="text state">${status === "guarded" ? "guard false" : status}</td>`,
                      `<td>${state.lastPc[id] === null ? "" : state.lastPc[id]}</td>`];

@@ -29,6 +29,7 @@ from typing import Sequence
 
 from qwengpu.isa import MASK32, Op
 from qwengpu.runtime.launch import Launch, LaunchResult
+from qwengpu.runtime.launch_shape import launch_dims
 from qwengpu.runtime.trace_format import format_record, lanes_of
 from qwengpu.trace.decode import TraceDecoder
 from qwengpu.trace.protocol import TraceProtocol
@@ -190,6 +191,7 @@ def launch_page_data(launch: Launch, result: LaunchResult, protocol: TraceProtoc
         "name": name, "kernel": launch.kernel, "source": launch.source_path,
         "ptx": launch.program.ptx_path, "backend": backend,
         "grid": launch.grid, "block": launch.block, "lanes": lanes, "warps": launch.warps,
+        "grid_dims": list(launch_dims(launch)[0]), "block_dims": list(launch_dims(launch)[1]),
         "registers": launch.limits.registers, "predicates": launch.limits.predicates,
         "memory_words": launch.limits.memory_words,
         "ops": {str(int(op)): op.name.lower() for op in Op},

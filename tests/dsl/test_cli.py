@@ -20,19 +20,19 @@ def test_check_summarises_the_machine(capsys):
     out = capsys.readouterr().out
     for line in ["lanes per warp        4", "warps                 8",
                  "registers per lane    15", "memory words          126",
-                 "opcodes               31 (members of enum Op)",
+                 "opcodes               48 (members of enum Op)",
                  "pipeline stages       4: fetch -> decode -> execute -> writeback"]:
         assert line in out
-    assert "regs        memory [8][4][15] x u32" in out
-    assert "last_warp   register u3 = 7" in out
-    assert "record (27 fields, 344 bits)" in out
+    assert "regs          memory [8][4][15] x u32" in out
+    assert "last_warp     register u3 = 7" in out
+    assert "record (28 fields, 345 bits)" in out
     assert "trap_lane:u2" in out
 
 
 def test_check_with_parameter_override(capsys):
     assert main(["check", SPEC, "-P", "LANES=8", "-P", "WARPS=4"]) == 0
     out = capsys.readouterr().out
-    assert "lanes per warp        8" in out and "regs        memory [4][8][15] x u32" in out
+    assert "lanes per warp        8" in out and "regs          memory [4][8][15] x u32" in out
 
 
 def test_check_netlist(capsys):
@@ -44,7 +44,7 @@ def test_check_netlist(capsys):
 def test_bad_parameter_is_a_located_error(capsys):
     assert main(["check", SPEC, "-P", "LANES=3"]) == 1
     err = capsys.readouterr().err
-    assert "qwengpu.hdl:26:1: error: LANES must be a power of two" in err
+    assert "qwengpu.hdl:35:1: error: LANES must be a power of two" in err
     assert err.rstrip().endswith("^") and "Traceback" not in err
 
 

@@ -24,23 +24,27 @@ def test_every_shipped_spec_elaborates_and_verifies(path):
 def test_qwengpu_spec_has_the_state_and_numbers_of_docs_isa():
     design = load_design(SPECS[0].parent / "qwengpu.hdl")
     assert design.params == {"LANES": 4, "REGS": 15, "PREDS": 7, "MEM_WORDS": 126,
-                             "PARAM_WORDS": 8, "PROG_WORDS": 128, "WARPS": 8}
+                             "PARAM_WORDS": 8, "PROG_WORDS": 128, "WARPS": 8,
+                             "SHARED_WORDS": 64, "LOCAL_WORDS": 16}
     shapes = {name: (m.shape, m.width) for name, m in design.memories.items()}
     assert shapes == {"prog": ((128,), 64), "mem": ((126,), 32), "params": ((8,), 32),
                       "regs": ((8, 4, 15), 32), "preds": ((8, 4, 7), 1),
                       "pc": ((8, 4), 7), "live": ((8, 4), 1), "warp_ctaid": ((8,), 32),
-                      "warp_tid0": ((8,), 32)}
+                      "warp_tid0": ((8,), 32), "warp_block": ((8,), 3),
+                      "warp_shared": ((8,), 7), "thread_local": ((8, 4), 7),
+                      "waiting": ((8,), 1)}
     registers = {name: (r.width, r.reset) for name, r in design.registers.items()}
     assert registers == {"ntid": (32, 0), "nctaid": (32, 0), "last_warp": (3, 7),
-                         "halted": (1, 0), "trap": (3, 0)}
+                         "halted": (1, 0), "trap": (3, 0), "shared_words": (8, 0),
+                         "local_words": (8, 0)}
     assert [stage.name for stage in design.stages] == ["fetch", "decode", "execute",
                                                        "writeback"]
-    assert len(design.enums["Op"]) == 31
+    assert len(design.enums["Op"]) == 48
     widths = {f.name: f.width for f in design.record}
     assert widths == {"warp": 3, "pc": 7, "active": 4, "exec": 4, "op": 6, "rd": 4, "rwen": 4,
                       **{f"rval{i}": 32 for i in range(4)}, "pd": 3, "pwen": 4, "pval": 4,
                       "mwen": 4, **{f"maddr{i}": 7 for i in range(4)},
-                      **{f"mval{i}": 32 for i in range(4)}, "taken": 4, "exited": 4,
+                      **{f"mval{i}": 32 for i in range(4)}, "taken": 4, "exited": 4, "released": 1,
                       "trap": 3, "trap_lane": 2}
 
 

@@ -30,7 +30,9 @@ def test_state_is_filled_per_docs_isa():
     assert [sim.read_memory("warp_tid0", (w,)) for w in range(8)] == [0, 4, 0, 4, 0, 4, 0, 0]
     live = [[sim.read_memory("live", (w, lane)) for lane in range(4)] for w in range(8)]
     assert live == [[1, 1, 1, 1], [1, 1, 0, 0]] * 3 + [[0, 0, 0, 0]] * 2
-    assert sim.registers == {"ntid": 6, "nctaid": 3, "last_warp": 7, "halted": 0, "trap": 0}
+    assert sim.registers == {"ntid": 6, "nctaid": 3, "last_warp": 7, "halted": 0, "trap": 0,
+                             "shared_words": 0, "local_words": 0}
+    assert [sim.read_memory("warp_block", (w,)) for w in range(8)] == [0, 0, 1, 1, 2, 2, 0, 0]
     assert not any(sim.memories["regs"]) and not any(sim.memories["pc"])
 
 
@@ -93,8 +95,9 @@ def test_run_returns_records_memory_and_trap():
 
 
 @pytest.mark.parametrize("emit,missing", [
-    ("emit (mwen, trap = trap_code), maddr when mwen, mval when mwen;", "lacks trap_lane:"),
-    ("emit (mwen, trap = trap_code), maddr when mwen, trap_lane when trap;",
+    ("emit mwen, maddr when mwen, mval when mwen;\n    emit (trap = trap_code, released);",
+     "lacks trap_lane:"),
+    ("emit mwen, maddr when mwen;\n    emit (trap = trap_code, released), trap_lane when trap;",
      "lacks mval0, mval1, mval2, mval3:")])
 def test_a_spec_that_leaves_out_a_record_field_the_runtime_reads_is_rejected(tmp_path, emit,
                                                                              missing):
@@ -102,8 +105,8 @@ def test_a_spec_that_leaves_out_a_record_field_the_runtime_reads_is_rejected(tmp
     when it is loaded (naming the fields and the spec's last emitted field's line), not with
     a KeyError when a trace or a trap first reads it."""
     text = DEFAULT_SPEC.read_text()
-    original = ("emit (mwen, trap = trap_code), maddr when mwen, mval when mwen, "
-                "trap_lane when trap;")
+    original = ("emit mwen, maddr when mwen, mval when mwen;\n"
+                "    emit (trap = trap_code, released), trap_lane when trap;")
     assert original in text
     spec = tmp_path / "short_record.hdl"
     spec.write_text(text.replace(original, emit))

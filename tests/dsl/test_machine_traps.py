@@ -51,7 +51,7 @@ park:
 def test_unassigned_opcode_traps():
     machine = load_machine()
     sim = new_simulator(machine, [Instruction(Op.NOP)], [], [], grid=1, block=4)
-    sim.write_memory("prog", (1,), 45 | (7 << 23))          # opcode 45, guard pt
+    sim.write_memory("prog", (1,), 55 | (7 << 23))          # opcode 55, guard pt
     result = run_simulator(sim)
     assert_trap(result, Trap.BAD_OPCODE, lane=0, pc=1)
 
@@ -102,7 +102,7 @@ def test_faulting_load_changes_no_register():
     assert result.records[-1]["rval0"] == 0
 
 
-@pytest.mark.parametrize("instruction", ["ldp r1, 8", "s2r r1, 6", "bra 128"])
+@pytest.mark.parametrize("instruction", ["ldp r1, 8", "s2r r1, 8", "bra 128"])
 def test_bad_operand(instruction):
     result = launch(f"    nop\n    {instruction}\n    exit\n")
     assert_trap(result, Trap.BAD_OPERAND, lane=0, pc=1)

@@ -17,7 +17,10 @@ import re
 
 from qwengpu.errors import UserError
 from qwengpu.ptx.compile import compile_kernel
+from qwengpu.ptx.geometry import Geometry
 from qwengpu.ptx.parser import parse_ptx
+from qwengpu.ptx.program import MachineLimits
+from qwengpu.ptx.ranges import default_facts
 from qwengpu.runtime.launch import launch_for_program, run_launch_sim
 
 import ptx_reference
@@ -39,7 +42,8 @@ def run_loader(case: FuzzCase) -> tuple[dict[str, list[int]], str | None]:
     """The buffers (unsigned words) after the launch on the reference interpreter, and what
     went wrong if the machine trapped or the loader crashed (a bug: shrunk like a mismatch)."""
     try:
-        program = compile_kernel(parse_ptx(case.ptx, "fuzz.ptx"), KERNEL)
+        module = parse_ptx(case.ptx, "fuzz.ptx")
+        program = compile_kernel(module, KERNEL, facts=shape_facts(module, case))
         launch = launch_for_program(program, case.grid, case.block, case.buffers, case.args)
         result = run_launch_sim(launch, max_records=MAX_RECORDS)
     except UserError as error:
@@ -50,6 +54,17 @@ def run_loader(case: FuzzCase) -> tuple[dict[str, list[int]], str | None]:
                                                           region.base_word + region.words]]
              for name, region in launch.buffers.items()}
     return words, None if result.trap is None else f"the machine trapped: {result.trap.message}"
+
+
+def shape_facts(module, case: FuzzCase):
+    """What the loader compiles a launch of 2 or 3 dimensions for (a launch file's compile
+    does the same); None for a 1-D one, which any program runs."""
+    if isinstance(case.grid, int) and isinstance(case.block, int):
+        return None
+    kernel = module.kernels[KERNEL]
+    return dataclasses.replace(default_facts(kernel, MachineLimits(), 8),
+                               geometry=Geometry.of(ptx_reference.dim3(case.block),
+                                                    ptx_reference.dim3(case.grid)))
 
 
 def run_reference(case: FuzzCase) -> dict[str, list[int]]:
@@ -104,6 +119,8 @@ class Shrinker:
 
     def fewer_threads(self):
         case = self.case
+        if not (isinstance(case.grid, int) and isinstance(case.block, int)):
+            return                          # a shape of more dimensions stays as it is
         for grid, block in sorted({(1, 1), (1, case.block), (case.grid, 1)}):
             if grid * block < case.grid * case.block and \
                     self.accept(dataclasses.replace(case, grid=grid, block=block)):

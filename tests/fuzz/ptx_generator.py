@@ -13,12 +13,21 @@ predicates per lane, 128 instruction slots, 8 parameter words.  Its shape:
   row of `out`, if/else diamonds and if-only branches on data- or tid-dependent conditions,
   early returns, and loops of 1..4 iterations (counters `%c0`, `%c1`, nested two deep, a
   start that may come from the data, test at the top or the bottom, `break`s);
-- an epilogue that folds every value into the words it stores, so each value is observed.
+- `prmt` (every mode, immediate and register selectors) and `dp4a`/`dp2a` (every signedness),
+  at most a couple a kernel (each is some 20 machine instructions);
+- in some kernels a thread's own `.local` array of four words (`__local_depot0` through
+  `%SPL`): stores at constant offsets, loads at data-dependent ones, and generic accesses
+  through `cvta.local`;
+- in some kernels **register pressure**: 14 to 16 values instead of six, all live to the end,
+  so the register allocator spills (those launches have at most four threads, so that their
+  windows of local memory fit);
+- an epilogue that folds every value (and the local array) into the words it stores, so each
+  value is observed.
 
 Threads are independent: no shared memory, no barriers, and each writes only its own row of
 `out`, which is what `ptx_reference.py` requires.  `%p3` and `%t0..%t1`, `%rd4..%rd6` are
-scratch: every use is right after its definition, which keeps the live values to the six
-values, two row pointers and the loop counters.
+scratch: every use is right after its definition, which keeps the live values to the pool of
+values, two row pointers, the loop counters and `%SPL`.
 """
 
 from __future__ import annotations
@@ -27,13 +36,16 @@ import random
 from dataclasses import dataclass
 
 KERNEL = "fuzz"
-VALUES = 6
+VALUES = 6                          # the pool of values, and 14..18 under register pressure
+PRESSURE_VALUES = (14, 16)
+LOCAL_ARRAY_WORDS = 4
+PRMT_MODES = ["", "", "", ".f4e", ".b4e", ".rc8", ".ecl", ".ecr", ".rc16"]
 POOL_PREDICATES = 3
 SCRATCH_PREDICATE = "%p3"
 MEMORY_WORDS = 126
 MAX_WARPS = 8
 LANES = 4
-BODY_INSTRUCTIONS = 56              # PTX instructions in the random body (~105 slots at most)
+BODY_INSTRUCTIONS = 54              # PTX instructions in the random body (~105 slots at most)
 MAX_LOOP_DEPTH = 2
 MAX_BRANCH_DEPTH = 3
 
@@ -72,12 +84,18 @@ class FuzzCase:
 class KernelWriter:
     """Writes one random kernel; `remaining` counts the body instructions still allowed."""
 
-    def __init__(self, rng: random.Random, in_words: int, row_in: int, row_out: int):
+    def __init__(self, rng: random.Random, in_words: int, row_in: int, row_out: int,
+                 values: int = VALUES, local_array: bool = False):
         self.rng = rng
         self.in_words = in_words
         self.row_in = row_in
         self.row_out = row_out
-        self.remaining = BODY_INSTRUCTIONS
+        self.values = values
+        self.local_array = local_array
+        # byte ops cost some 20 machine instructions each: a kernel has room for two
+        self.byte_ops = 2 if rng.random() < 0.4 else 0
+        self.remaining = BODY_INSTRUCTIONS - 14 * self.byte_ops - 4 * (values - VALUES) \
+            - 14 * local_array
         self.labels = 0
         self.loop_ends: list[str] = []       # labels a `break` may jump to, innermost last
         self.loop_counters: list[str] = []
@@ -85,7 +103,7 @@ class KernelWriter:
     # operands ------------------------------------------------------------------------------
 
     def value(self) -> str:
-        return f"%v{self.rng.randrange(VALUES)}"
+        return f"%v{self.rng.randrange(self.values)}"
 
     def source(self) -> str:
         """A value, a live loop counter or (sometimes) an immediate."""
@@ -186,6 +204,35 @@ class KernelWriter:
         offset = f"+{4 * word}" if word else ""
         return [f"{self.guard(0.3)}st.global.u32 [%rd3{offset}], {self.value()};"]
 
+    def byte_op(self) -> list[str]:
+        """prmt (a mode, a register or immediate selector) or dp4a/dp2a."""
+        self.byte_ops -= 1
+        guard = self.guard(0.15)
+        if self.rng.random() < 0.5:
+            mode = self.rng.choice(PRMT_MODES)
+            selector = self.register_source() if self.rng.random() < 0.5 else \
+                hex(self.rng.getrandbits(16))
+            return [f"{guard}prmt.b32{mode} {self.value()}, {self.register_source()}, "
+                    f"{self.register_source()}, {selector};"]
+        types = f".{self.rng.choice(['u32', 's32'])}.{self.rng.choice(['u32', 's32'])}"
+        op = self.rng.choice(["dp4a", "dp2a.lo", "dp2a.hi"])
+        return [f"{guard}{op}{types} {self.value()}, {self.register_source()}, "
+                f"{self.source()}, {self.source()};"]
+
+    def local_access(self) -> list[str]:
+        """A word of the thread's local array: stored at a constant offset, loaded at a
+        data-dependent one, or either through a generic address (cvta.local)."""
+        word, roll = self.rng.randrange(LOCAL_ARRAY_WORDS), self.rng.random()
+        if roll < 0.3:
+            return [f"{self.guard(0.2)}st.local.u32 [%SPL+{4 * word}], {self.value()};"]
+        if roll < 0.6:
+            return [f"and.b32 %t0, {self.register_source()}, {LOCAL_ARRAY_WORDS - 1};",
+                    "mul.wide.u32 %rd5, %t0, 4;", "add.s64 %rd6, %SPL, %rd5;",
+                    f"{self.guard(0.2)}ld.local.u32 {self.value()}, [%rd6];"]
+        access = f"st.u32 [%rd6+{4 * word}], {self.value()};" if roll < 0.8 else \
+            f"ld.u32 {self.value()}, [%rd6+{4 * word}];"
+        return ["cvta.local.u64 %rd6, %SPL;", f"{self.guard(0.2)}{access}"]
+
     def condition(self) -> tuple[list[str], str]:
         """Lines that set a branch predicate, and the predicate (with `!` when negated)."""
         negate = "!" if self.rng.random() < 0.3 else ""
@@ -253,6 +300,10 @@ class KernelWriter:
             kinds.append((lambda: self.loop(depth, loops), 6))
         if self.loop_ends:
             kinds.append((self.loop_break, 3))
+        if self.byte_ops > 0:
+            kinds.append((self.byte_op, 3))
+        if self.local_array:
+            kinds.append((self.local_access, 8))
         makers, weights = zip(*kinds)
         return self.rng.choices(makers, weights)[0]()
 
@@ -279,19 +330,30 @@ class KernelWriter:
                  self.rng.choice(["@%p3 ret;", "@%p3 bra $L__exit;"]),
                  f"mul.wide.s32 %rd2, %v0, {4 * self.row_in};", "add.s64 %rd2, %rd0, %rd2;",
                  f"mul.wide.u32 %rd3, %v0, {4 * self.row_out};", "add.s64 %rd3, %rd1, %rd3;"]
-        for index in range(1, VALUES):       # %v0 keeps g; the others get data or indices
+        for index in range(1, self.values):  # %v0 keeps g; the others get data or indices
             if index >= 4 or self.rng.random() < 0.6:
                 word = self.rng.randrange(self.row_in)
                 lines.append(f"ld.global.u32 %v{index}, [%rd2+{4 * word}];")
+                if index >= VALUES and self.rng.random() < 0.7:   # not all equal
+                    lines.append(f"mad.lo.s32 %v{index}, %v{index}, {index}, %v0;")
+        if self.local_array:
+            lines.append("mov.u64 %SPL, __local_depot0;")
+            lines += [f"st.local.u32 [%SPL+{4 * word}], {self.value()};"
+                      for word in range(LOCAL_ARRAY_WORDS)]
         for index in range(POOL_PREDICATES):
             lines.append(f"{self.rng.choice(COMPARES)} %p{index}, {self.value()}, "
                          f"{self.source()};")
         return lines
 
     def epilogue(self) -> list[str]:
-        stored = self.rng.sample(range(VALUES), min(self.row_out, VALUES))
+        stored = self.rng.sample(range(self.values), min(self.row_out, self.values))
         lines = []
-        for index in range(VALUES):
+        if self.local_array:
+            for word in range(LOCAL_ARRAY_WORDS):
+                lines += [f"ld.local.u32 %t0, [%SPL+{4 * word}];",
+                          f"xor.b32 %v{stored[word % len(stored)]}, "
+                          f"%v{stored[word % len(stored)]}, %t0;"]
+        for index in range(self.values):
             if index not in stored:
                 into = self.rng.choice(stored)
                 op = self.rng.choice(["add.s32", "xor.b32", "sub.s32"])
@@ -304,6 +366,8 @@ class KernelWriter:
     def kernel(self) -> str:
         lines = self.prologue() + self.statements(0, 0, 60) + self.epilogue()
         body = "\n".join(line if line.endswith(":") else f"\t{line}" for line in lines)
+        local = (f"\t.local .align 4 .b8 __local_depot0[{4 * LOCAL_ARRAY_WORDS}];\n"
+                 "\t.reg .b64 %SPL;\n") if self.local_array else ""
         return f""".version 9.0
 .target sm_80
 .address_size 64
@@ -314,8 +378,8 @@ class KernelWriter:
 \t.param .u32 fuzz_param_2
 )
 {{
-\t.reg .pred %p<4>;
-\t.reg .b32 %v<{VALUES}>;
+{local}\t.reg .pred %p<4>;
+\t.reg .b32 %v<{self.values}>;
 \t.reg .b32 %c<{MAX_LOOP_DEPTH}>;
 \t.reg .b32 %t<2>;
 \t.reg .b64 %rd<7>;
@@ -332,15 +396,22 @@ def random_word(rng: random.Random) -> int:
 def generate_case(seed: int) -> FuzzCase:
     """The kernel and launch of `seed`: the same seed always gives the same case."""
     rng = random.Random(seed)
-    grid = rng.choice([1, 1, 2, 3])
+    pressure = rng.random() < 0.25           # more values than registers: spills
+    local_array = rng.random() < 0.3
+    grid = rng.choice([1, 1, 2, 3]) if not pressure else rng.choice([1, 1, 2])
     max_block = LANES * (MAX_WARPS // grid)
-    block = rng.randint(1, min(16, max_block))
+    block = rng.randint(1, min(16, max_block) if not pressure else 4 // grid)
+    # words of local memory a thread may take: its array, and spills under pressure
+    local_words = (2 * LOCAL_ARRAY_WORDS if local_array else 0) + (16 if pressure else 0)
+    if local_words:
+        block = min(block, max(1, MEMORY_WORDS // (local_words + 2) // grid))
     threads = grid * block
-    words_per_thread = min(7, MEMORY_WORDS // threads)
+    words_per_thread = min(7, MEMORY_WORDS // threads - local_words)
     row_in = rng.randint(1, min(3, words_per_thread - 1))
     row_out = rng.randint(1, min(4, words_per_thread - row_in))
     bound = rng.choice([threads, threads, threads - 1, rng.randint(0, threads)])
     buffers = {"in": [random_word(rng) for _ in range(threads * row_in)],
                "out": [random_word(rng) for _ in range(threads * row_out)]}
-    ptx = KernelWriter(rng, len(buffers["in"]), row_in, row_out).kernel()
+    values = rng.randint(*PRESSURE_VALUES) if pressure else VALUES
+    ptx = KernelWriter(rng, len(buffers["in"]), row_in, row_out, values, local_array).kernel()
     return FuzzCase(seed, ptx, grid, block, buffers, ["in", "out", bound])

@@ -208,3 +208,115 @@ def test_reference_rejects(body, message):
     with pytest.raises(ptx_reference.PtxReferenceError, match=message):
         ptx_reference.run_ptx(kernel(body), 1, 1, {"in": [1], "out": [0]}, ["in", "out", 0],
                               step_limit=50)
+
+
+# the reference on what the generator adds: local arrays, byte ops, 64-bit division -------
+
+LOCAL_KERNEL = kernel("""
+    mov.u64 %SPL, __local_depot0;
+    mov.u32 %r0, %tid.x;
+    add.s32 %r1, %r0, 10;
+    st.local.u32 [%SPL], %r1;
+    st.local.u32 [%SPL+4], %r0;
+    cvta.local.u64 %rd2, %SPL;
+    ld.u32 %r2, [%rd2];
+    st.u32 [%rd2+4], %r2;
+    and.b32 %r3, %r0, 1;
+    mul.wide.u32 %rd3, %r3, 4;
+    add.s64 %rd4, %SPL, %rd3;
+    ld.local.u32 %r4, [%rd4];
+    cvta.to.local.u64 %rd5, %rd2;
+    ld.local.u32 %r5, [%rd5+4];
+    mul.wide.u32 %rd6, %r0, 8;
+    add.s64 %rd7, %rd1, %rd6;
+    st.global.u32 [%rd7], %r4;
+    st.global.u32 [%rd7+4], %r5;""", registers="\n    .local .align 4 .b8 __local_depot0[8];\n    .reg .b64 %SPL;")
+
+
+def test_reference_local_arrays_are_per_thread_and_reached_through_generic_addresses():
+    out = run_both(LOCAL_KERNEL, 1, 4, {"in": [0], "out": [0] * 8}, ["in", "out", 0])["out"]
+    assert out == [value for t in range(4) for value in (t + 10, t + 10)]
+
+
+BYTE_OPS = kernel("""
+    ld.global.u32 %r0, [%rd0];
+    ld.global.u32 %r1, [%rd0+4];
+    ld.global.u32 %r2, [%rd0+8];
+    prmt.b32 %r3, %r0, %r1, %r2;
+    st.global.u32 [%rd1], %r3;
+    prmt.b32.f4e %r3, %r0, %r1, 1;
+    st.global.u32 [%rd1+4], %r3;
+    prmt.b32.ecr %r3, %r0, %r1, %r2;
+    st.global.u32 [%rd1+8], %r3;
+    dp4a.s32.u32 %r3, %r0, %r1, 5;
+    st.global.u32 [%rd1+12], %r3;
+    dp2a.hi.u32.s32 %r3, %r0, %r1, 0;
+    st.global.u32 [%rd1+16], %r3;""")
+
+
+def test_reference_byte_ops():
+    a, b, c = 0x80FF7F01, 0x11223344, 0x0000_A3F1
+    out = run_both(BYTE_OPS, 1, 1, {"in": [a, b, c], "out": [0] * 5}, ["in", "out", 0])["out"]
+    # c = 0xA3F1: byte 1 (0x7F), byte 7 sign-replicated (0x11: 0), byte 3 (0x80), byte 2
+    # sign-replicated (0xFF: 0xFF), from the lowest result byte up
+    assert out[0] == 0xFF_80_00_7F
+    assert out[1] == 0x44_80_FF_7F                          # f4e, 1: bytes 4 3 2 1
+    assert out[2] == 0x7F_7F_7F_01                          # ecr, c & 3 = 1: bytes 1 1 1 0
+    assert out[3] == (5 + 1 * 0x44 + 127 * 0x33 - 1 * 0x22 - 128 * 0x11) & 0xFFFF_FFFF  # a signed
+    assert out[4] == (0x7F01 * 0x22 + 0x80FF * 0x11) & 0xFFFF_FFFF    # halves of a, bytes 2, 3
+
+
+def divide_kernel(op: str) -> str:
+    return kernel(f"""
+    ld.global.u32 %r0, [%rd0];
+    ld.global.u32 %r1, [%rd0+4];
+    ld.global.u32 %r2, [%rd0+8];
+    mul.wide.u32 %rd2, %r1, 1;
+    shl.b64 %rd2, %rd2, 32;
+    mul.wide.u32 %rd6, %r0, 1;
+    or.b64 %rd2, %rd2, %rd6;
+    mul.wide.u32 %rd3, %r2, 7;
+    {op} %rd4, %rd2, %rd3;
+    st.global.u32 [%rd1], %rd4;
+    shr.u64 %rd6, %rd4, 32;
+    st.global.u32 [%rd1+4], %rd6;""")
+
+
+@pytest.mark.parametrize("op", ["div.s64", "rem.s64", "div.u64", "rem.u64"])
+def test_reference_64_bit_division(op):
+    a, b, c = 0x80FF7F01, 0x91223344, 0x0000_A3F1
+    out = run_both(divide_kernel(op), 1, 1, {"in": [a, b, c], "out": [0] * 2},
+                   ["in", "out", 0])["out"]
+    x, y = b << 32 | a, 7 * c
+    if op.endswith("s64"):
+        x -= 1 << 64
+        quotient = -(-x // y)                               # x < 0 < y: towards zero
+        value = quotient if op.startswith("div") else x - quotient * y
+    else:
+        value = x // y if op.startswith("div") else x % y
+    assert (out[0] | out[1] << 32) == value & (1 << 64) - 1
+
+
+def test_reference_refuses_undefined_local_reads_and_division_by_zero():
+    unread = kernel("    mov.u64 %SPL, __local_depot0;\n    ld.local.u32 %r0, [%SPL+4];",
+                    registers="\n    .local .align 4 .b8 __local_depot0[8];\n    .reg .b64 %SPL;")
+    with pytest.raises(ptx_reference.PtxReferenceError, match="read before it is written"):
+        ptx_reference.run_ptx(unread, 1, 1, {"in": [1], "out": [0]}, ["in", "out", 0])
+    divide = kernel("    mov.u32 %r0, 0;\n    div.u32 %r1, 7, %r0;")
+    with pytest.raises(ptx_reference.PtxReferenceError, match="division by zero"):
+        ptx_reference.run_ptx(divide, 1, 1, {"in": [1], "out": [0]}, ["in", "out", 0])
+
+
+def test_the_generator_makes_kernels_that_spill_and_use_local_memory():
+    """The differential fuzz covers spilling: some kernels need more registers than the
+    machine has, some use a local array, some prmt/dp4a."""
+    from qwengpu.ptx.compile import compile_kernel
+    from qwengpu.ptx.parser import parse_ptx
+
+    cases = [generate_case(seed) for seed in range(40)]
+    programs = [compile_kernel(parse_ptx(case.ptx, "fuzz.ptx"), KERNEL) for case in cases]
+    assert sum(any(slot.note.startswith("spill") for slot in program.slots)
+               for program in programs) >= 4
+    assert sum(".local" in case.ptx for case in cases) >= 6
+    assert sum("prmt" in case.ptx or "dp4a" in case.ptx or "dp2a" in case.ptx
+               for case in cases) >= 6

@@ -20,7 +20,7 @@ from qwengpu.ptx.compile import compile_kernel
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.runtime.launch import LaunchResult, launch_for_program, run_launch_sim
 
-from ptx_isa_model import run_model
+from ptx_isa_model import Windows, run_model
 
 M32 = 0xFFFF_FFFF
 M64 = (1 << 64) - 1
@@ -76,11 +76,14 @@ def compile_ptx(ptx: str, kernel: str | None = None):
 
 
 def run_ptx(ptx: str, buffers: dict[str, list[int]], args: list, grid: int = 1,
-            block: int = 4, kernel: str | None = None) -> Run:
+            block: int = 4, kernel: str | None = None, shared_bytes: int = 0) -> Run:
     program = compile_ptx(ptx, kernel)
-    launch = launch_for_program(program, grid, block, buffers, args)
+    launch = launch_for_program(program, grid, block, buffers, args, shared_bytes=shared_bytes)
     result = run_launch_sim(launch)
-    model = run_model(launch.instructions, launch.memory, launch.params, grid, block)
+    windows = Windows(launch.windows.shared_words, launch.windows.local_words,
+                      launch.windows.shared_bases, launch.windows.local_bases)
+    model = run_model(launch.instructions, launch.memory, launch.params, grid, block,
+                      windows=windows)
     assert model.memory == result.memory, "the interpreter and the ISA model disagree"
     sim_trap = None if result.trap is None else (result.trap.code, result.trap.warp,
                                                   result.trap.lane, result.trap.pc)

@@ -2,8 +2,8 @@
 
 It runs a list of `qwengpu.isa.Instruction`s the way docs/isa.md describes the machine:
 barrel round-robin over warps, min-PC issue within a warp, the exec mask, the ALU table,
-faults that stop the machine with nothing written.  It exists so that the lowering tests do
-not depend on the HDL interpreter being finished, and as a second opinion next to it; it
+faults that stop the machine with nothing written, the windows of shared and local memory,
+serial instructions one lane a step.  It exists so that the lowering tests do not depend on the HDL interpreter being finished, and as a second opinion next to it; it
 shares no code with the loader (the expected values of the tests come from plain Python
 semantics of PTX, written in the tests themselves).
 """
@@ -46,6 +46,35 @@ CMP = [lambda a, b: a == b, lambda a, b: a != b, lambda a, b: _s(a) < _s(b),
        lambda a, b: a < b, lambda a, b: a <= b, lambda a, b: a > b, lambda a, b: a >= b]
 
 
+ATOMIC = {
+    Op.ATOM_ADD: lambda w, b, c: w + b,
+    Op.ATOM_MIN_S: lambda w, b, c: min(_s(w), _s(b)),
+    Op.ATOM_MIN_U: lambda w, b, c: min(w, b),
+    Op.ATOM_MAX_S: lambda w, b, c: max(_s(w), _s(b)),
+    Op.ATOM_MAX_U: lambda w, b, c: max(w, b),
+    Op.ATOM_AND: lambda w, b, c: w & b,
+    Op.ATOM_OR: lambda w, b, c: w | b,
+    Op.ATOM_XOR: lambda w, b, c: w ^ b,
+    Op.ATOM_EXCH: lambda w, b, c: b,
+    Op.ATOM_CAS: lambda w, b, c: c if w == b else w,
+    Op.ATOM_INC: lambda w, b, c: 0 if w >= b else w + 1,
+    Op.ATOM_DEC: lambda w, b, c: b if w == 0 or w > b else w - 1,
+}
+SERIAL = set(ATOMIC) | {Op.ST_U8, Op.ST_U16}
+MEMORY_OPS = SERIAL | {Op.LD, Op.ST}
+
+
+@dataclass
+class Windows:
+    """Shared memory (a window a block) and local memory (a window a thread) as the launch lays
+    them out: word counts and first words."""
+
+    shared_words: int = 0
+    local_words: int = 0
+    shared_bases: tuple = ()
+    local_bases: tuple = ()     # per block, per thread in block
+
+
 @dataclass
 class ModelResult:
     memory: list[int]
@@ -53,9 +82,15 @@ class ModelResult:
     trap: tuple[int, int, int, int] | None   # (code, warp, lane, pc)
 
 
+def _merge(word: int, value: int, byte: int, size: int) -> int:
+    shift, mask = 8 * byte, (1 << (8 * size)) - 1
+    return (word & ~(mask << shift) & M) | ((value & mask) << shift)
+
+
 def run_model(program: list[Instruction], memory: list[int], params: list[int], grid: int,
-              block: int, lanes: int = 4, mem_words: int = 126, max_steps: int = 200_000
-              ) -> ModelResult:
+              block: int, lanes: int = 4, mem_words: int = 126, max_steps: int = 200_000,
+              windows: Windows | None = None) -> ModelResult:
+    windows = windows or Windows()
     memory = list(memory)
     warps_per_block = -(-block // lanes)
     warps = grid * warps_per_block
@@ -64,15 +99,30 @@ def run_model(program: list[Instruction], memory: list[int], params: list[int], 
     pcs = [[0] * lanes for _ in range(warps)]
     live = [[(w % warps_per_block) * lanes + l < block for l in range(lanes)]
             for w in range(warps)]
+    waiting = [False] * warps
     last = warps - 1
     steps = 0
+
+    def window(space, warp, lane):
+        """(first word, words) of the access's space for this thread; None: no such space."""
+        block_index, thread = warp // warps_per_block, (warp % warps_per_block) * lanes + lane
+        if space == 0:
+            return 0, mem_words
+        if space == 1:
+            base = windows.shared_bases[block_index] if windows.shared_words else 0
+            return base, windows.shared_words
+        if space == 2:
+            base = windows.local_bases[block_index][thread] if windows.local_words and \
+                thread < block else 0
+            return base, windows.local_words
+        return None
+
     while steps < max_steps:
         order = [(last + 1 + k) % warps for k in range(warps)]
-        warp = next((w for w in order if any(live[w])), None)
+        warp = next((w for w in order if any(live[w]) and not waiting[w]), None)
         if warp is None:
             return ModelResult(memory, steps, None)
         steps += 1
-        last = warp
         pc = min(pcs[warp][l] for l in range(lanes) if live[warp][l])
         active = [live[warp][l] and pcs[warp][l] == pc for l in range(lanes)]
         ins = program[pc] if pc < len(program) else Instruction(Op.INVALID)
@@ -85,9 +135,13 @@ def run_model(program: list[Instruction], memory: list[int], params: list[int], 
             return True if index == 7 else pf[lane][index]
 
         exec_mask = [active[l] and (pred(l, ins.pg) != ins.pn) for l in range(lanes)]
+        runs = list(exec_mask)
+        if ins.op in SERIAL and any(exec_mask):       # one lane a step: the lowest
+            first = exec_mask.index(True)
+            runs = [l == first for l in range(lanes)]
         writes, pwrites, stores, trap = {}, {}, {}, None
         for lane in range(lanes):
-            if not exec_mask[lane]:
+            if not runs[lane]:
                 continue
             a = reg(lane, ins.a)
             b = ins.imm if ins.bimm else reg(lane, ins.b)
@@ -103,20 +157,36 @@ def run_model(program: list[Instruction], memory: list[int], params: list[int], 
                 pwrites[lane] = {Op.PAND: x and y, Op.POR: x or y, Op.PXOR: x != y}[op]
             elif op == Op.PNOT:
                 pwrites[lane] = not pred(lane, ins.a)
-            elif op in (Op.LD, Op.ST):
-                address = (a + ins.imm) & M
-                if address % 4:
+            elif op in MEMORY_OPS:
+                offset = (a + ins.imm) & M
+                place = window(ins.space, warp, lane)
+                alignment = {Op.ST_U8: 1, Op.ST_U16: 2}.get(op, 4)
+                if offset % alignment:
                     trap = trap or (3, lane)
-                elif address // 4 >= mem_words:
+                elif place is None or offset // 4 >= place[1] or \
+                        place[0] + offset // 4 >= mem_words:
                     trap = trap or (2, lane)
-                elif op == Op.LD:
-                    writes[lane] = memory[address // 4]
                 else:
-                    stores[address // 4] = reg(lane, ins.b)
+                    word = place[0] + offset // 4
+                    old = memory[word]
+                    if op == Op.LD:
+                        writes[lane] = old
+                    elif op == Op.ST:
+                        stores[word] = reg(lane, ins.b)
+                    elif op in (Op.ST_U8, Op.ST_U16):
+                        stores[word] = _merge(old, reg(lane, ins.b), offset % 4,
+                                              1 if op == Op.ST_U8 else 2)
+                    else:
+                        writes[lane] = old
+                        stores[word] = ATOMIC[op](old, reg(lane, ins.b), reg(lane, ins.c)) & M
             elif op == Op.S2R:
                 block_index = warp // warps_per_block
-                values = [(warp % warps_per_block) * lanes + lane, block, block_index, grid,
-                          lane, warp % warps_per_block]
+                thread = (warp % warps_per_block) * lanes + lane
+                shared_base = windows.shared_bases[block_index] if windows.shared_words else 0
+                local_base = windows.local_bases[block_index][thread] \
+                    if windows.local_words and thread < block else 0
+                values = [thread, block, block_index, grid, lane, warp % warps_per_block,
+                          4 * shared_base, 4 * local_base]
                 if ins.imm >= len(values):
                     trap = trap or (4, lane)
                 else:
@@ -126,12 +196,23 @@ def run_model(program: list[Instruction], memory: list[int], params: list[int], 
                     trap = trap or (4, lane)
                 else:
                     writes[lane] = params[ins.imm]
+            elif op == Op.SHFL:
+                writes[lane] = reg(b % lanes, ins.a)
+            elif op == Op.VOTE:
+                writes[lane] = sum(1 << l for l in range(lanes)
+                                   if exec_mask[l] and pred(l, ins.a))
+            elif op == Op.BAR:
+                if exec_mask != live[warp]:
+                    trap = trap or (5, lane)
             elif op in (Op.BRA, Op.EXIT, Op.NOP):
                 pass
             else:
                 trap = trap or (1, lane)
+        if ins.op == Op.INVALID or ins.op not in Op.__members__.values():
+            trap = trap or next(((1, l) for l in range(lanes) if active[l]), None)
         if trap is not None:
             return ModelResult(memory, steps, (trap[0], warp, trap[1], pc))
+        last = warp
         for lane, value in writes.items():
             if ins.d != 15:
                 rf[lane][ins.d] = value
@@ -141,12 +222,32 @@ def run_model(program: list[Instruction], memory: list[int], params: list[int], 
         for word, value in stores.items():
             memory[word] = value
         for lane in range(lanes):
-            if not active[lane]:
-                continue
+            if not active[lane] or (exec_mask[lane] and not runs[lane]):
+                continue                      # a serial instruction's later lanes stay
             if ins.op == Op.BRA and exec_mask[lane]:
                 pcs[warp][lane] = ins.imm
             elif ins.op == Op.EXIT and exec_mask[lane]:
                 live[warp][lane] = False
             else:
                 pcs[warp][lane] = pc + 1
+        _barrier(ins, exec_mask, warp, warps_per_block, live, waiting)
     raise RuntimeError(f"no exit after {max_steps} steps")
+
+
+def _barrier(ins, exec_mask, warp, warps_per_block, live, waiting) -> None:
+    """docs/isa.md "Barriers": a warp arriving waits, unless every other live warp of its
+    block waits already (then all go on); a warp finishing releases its waiting block."""
+    block_index = warp // warps_per_block
+    others = [w for w in range(block_index * warps_per_block,
+                               (block_index + 1) * warps_per_block) if w != warp]
+    others = [w for w in others if w < len(live)]
+    all_arrived = all(waiting[w] or not any(live[w]) for w in others)
+    if ins.op == Op.BAR and any(exec_mask):
+        if all_arrived:
+            for w in others:
+                waiting[w] = False
+        else:
+            waiting[warp] = True
+    elif ins.op == Op.EXIT and not any(live[warp]) and all_arrived:
+        for w in others:
+            waiting[w] = False

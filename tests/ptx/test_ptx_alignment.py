@@ -160,7 +160,7 @@ def test_a_launch_outside_the_alignment_the_code_assumes_is_refused():
 def _every_access_aligned(monkeypatch):
     """Compile as if the analysis proved every access aligned: the code without checks."""
     monkeypatch.setattr(compile_module, "aligned_accesses",
-                        lambda kernel, params, variables: {
+                        lambda kernel, params, variables, *constants: {
                             id(ins) for ins in kernel.body
                             if isinstance(ins, ir.Instruction) and needs_alignment_check(ins)})
 
@@ -205,7 +205,8 @@ def test_access_sizes():
 
 
 def test_launch_files_keep_the_layout_of_word_kernels():
-    """No example reads more than a word at once: their layouts are the ones they had."""
+    """The examples that read no more than a word at once keep the layouts they had; those
+    that read 8 bytes (the long longs of dot64, divide64, spmv) have their buffers at multiples of 8."""
     for path in sorted(EXAMPLES.rglob("launch.json")):
         data = json.loads(path.read_text())
         if data.get("source", "").endswith(".cu"):
@@ -214,8 +215,9 @@ def test_launch_files_keep_the_layout_of_word_kernels():
             placed = launch_from_dict(data, base_dir=str(path.parent))
         except Exception:
             continue
-        words = 0
+        words, step = 0, placed.program.buffer_alignment // 4
         for region in placed.buffers.values():
+            words = -(-words // step) * step
             assert region.base_word == words
             words += region.words
 

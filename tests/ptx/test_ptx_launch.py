@@ -53,8 +53,10 @@ def variant(**changes):
 
 
 BAD_LAUNCHES = [
-    (variant(grid=0), "'grid' must be a positive integer, not 0", "grid"),
-    (variant(block=True), "'block' must be a positive integer, not True", "block"),
+    (variant(grid=0), "'grid' must be a positive integer or a list of 1 to 3 positive integers "
+                      "([x, y, z]), not 0", "grid"),
+    (variant(block=True), "'block' must be a positive integer or a list of 1 to 3 positive "
+                          "integers ([x, y, z]), not True", "block"),
     (variant(kernel=None), "missing 'kernel'", None),
     (dict(variant(), extra=1), "unknown key 'extra'", "extra"),
     (variant(buffers=[1, 2]), "'buffers' must be an object", "buffers"),

@@ -17,6 +17,8 @@ from typing import Callable
 
 import pytest
 
+from qwengpu.isa import MASK32
+
 from qwengpu.errors import CapacityError, PtxError
 from qwengpu.ptx.compile import compile_kernel
 from qwengpu.ptx.parser import parse_ptx_file
@@ -322,25 +324,23 @@ def test_global_variables_are_laid_out_after_the_buffers():
                                     "scratch": [1, -2, 3, 40]}
 
 
-UNSUPPORTED = [
-    ("shared_memory", ".shared memory", "mov.u32"),
-    ("local_array", ".local memory", "mov.u64"),
-    ("calls", "'call.uni' is not supported", "call.uni"),
-    ("store_short", "16-bit stores", "st.global.u16"),
-]
+def test_kernels_once_refused_for_shared_memory_and_short_stores_now_run():
+    """unsupported.cu's shared_memory and store_short, refused before the machine had shared
+    memory, barriers and sub-word stores, give what the CUDA source says."""
+    from qwengpu.runtime.launch import launch_for_program, run_launch_sim
 
-
-@pytest.mark.parametrize("kernel,message,line_start", UNSUPPORTED,
-                         ids=[row[0] for row in UNSUPPORTED])
-def test_unsupported_kernels_fail_at_their_line(kernel, message, line_start):
     module = parse_ptx_file(str(DATA / "unsupported.ptx"))
-    with pytest.raises(PtxError) as caught:
-        compile_kernel(module, kernel)
-    error = caught.value
-    assert message in error.message
-    line = ptx("unsupported").splitlines()[error.loc.line - 1]
-    assert line.strip().startswith(line_start)
-    assert error.render().startswith(f"{DATA / 'unsupported.ptx'}:{error.loc.line}:")
+    x = [5, -6, 7, 100]
+    shared = launch_for_program(compile_kernel(module, "shared_memory"), 1, 4, {"x": x}, ["x"])
+    assert run_launch_sim(shared).buffers["x"] == x[::-1]
+    halves = [3, -2, 30000, -1]             # four shorts in two words, low half first
+    words = [(halves[0] & 0xFFFF) | (halves[1] & 0xFFFF) << 16,
+             (halves[2] & 0xFFFF) | (halves[3] & 0xFFFF) << 16]
+    short = launch_for_program(compile_kernel(module, "store_short"), 1, 4, {"s": words}, ["s"])
+    got = [w & MASK32 for w in run_launch_sim(short).buffers["s"]]
+    seven = [((h * 7) + 0x8000) % 0x10000 - 0x8000 for h in halves]
+    assert got == [(seven[0] & 0xFFFF) | (seven[1] & 0xFFFF) << 16,
+                   (seven[2] & 0xFFFF) | (seven[3] & 0xFFFF) << 16]
 
 
 def test_a_kernel_that_needs_all_fifteen_registers_fits():
@@ -358,7 +358,7 @@ def _release(text: str) -> str | None:
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("name", ["arith", "control", "wide", "memory", "unsupported", "bounds",
-                                  "cuda_errors", "traps"])
+                                  "cuda_errors", "traps", "local", "spill"])
 def test_checked_in_ptx_is_what_nvcc_makes(name):
     """The same text from the same nvcc release (apart from the debug strings, which hash the
     source's path); from another release, the same text apart from the header comments that
@@ -394,5 +394,7 @@ def test_register_pressure_error_of_a_real_kernel(tmp_path):
     if not source.exists():
         pytest.skip("the example corpus is not there")
     with pytest.raises(CapacityError, match=r"needs (\d+) registers at once here, but QwenGPU "
-                                            r"has 15 \((\d+) too many\)"):
+                                            r"has 15, and its spills need (\d+) words of local "
+                                            r"memory a thread, but a thread has 16 \(LOCAL_WORDS; "
+                                            r"(\d+) too many\)"):
         compile_kernel(parse_ptx_file(str(source)), "too_big")

@@ -115,10 +115,15 @@ def test_malformed_ptx_is_located(line, line_number, message):
 
 def test_a_function_with_register_parameters_parses():
     """`.func (.reg .b32 r) f(.reg .b32 x)` is legal PTX (hand-written and other compilers'):
-    it parses; only a call to it is refused (in the selector, in words)."""
+    it parses, with its parameters in `params` and `returns` (tests/ptx/test_ptx_calls.py
+    inlines calls of such functions)."""
     module = parse_ptx(HEADER + ".func (.reg .b32 result) twice(.reg .b32 x, .param .u32 y)\n"
                        "{ add.u32 result, x, x; ret; }\n.entry k() { ret; }\n")
     assert set(module.functions) == {"twice"} and set(module.kernels) == {"k"}
+    twice = module.functions["twice"]
+    assert [(p.name, p.space) for p in twice.params] == [("x", "reg"), ("y", "param")]
+    assert [(p.name, p.space) for p in twice.returns] == [("result", "reg")]
+    assert twice.registers["result"] == "b32" and twice.registers["x"] == "b32"
 
 
 def test_unterminated_kernel():
@@ -156,21 +161,23 @@ def error_of(body: str, decls: str = "") -> PtxError:
     ("    ld.param.u32 %r1, [k_n+4];", "reads bytes 4..7 of parameter k_n, which has 4 bytes"),
     ("    ld.param.u32 %r1, [nothing];", "nothing is not a parameter of k"),
     ("    ld.global.u32 %r1, [k_p];", "parameter k_p can only be read with ld.param"),
-    ("    ld.shared.u32 %r1, [%rd1];", ".shared memory"),
-    ("    st.global.u8 [%rd1], %r1;", "8-bit stores"),
+    ("    ld.tex.u32 %r1, [%rd1];", ".tex memory"),
     ("    st.const.u32 [%rd1], %r1;", "constant memory cannot be written"),
     ("    mul.hi.u64 %rd1, %rd2, %rd3;", "the high half of a 64 x 64-bit product"),
-    ("    rem.u64 %rd1, %rd2, %rd3;", "type .u64 (supported here: .s16, .s32, .s8, .u16"),
-    ("    bar.sync 0;", "__syncthreads: QwenGPU has no barrier"),
-    ("    bar.warp.sync -1;", "__syncwarp: QwenGPU has no barrier"),
-    ("    shfl.sync.bfly.b32 %r1, %r2, 1, 31, -1;", "warp shuffles"),
-    ("    atom.global.add.u32 %r1, [%rd1], 1;", "atomics"),
+    ("    rem.b64 %rd1, %rd2, %rd3;", "type .b64 (supported here: .s16, .s32, .s64, .s8, "
+                                    ".u16"),
+    ("    bar.sync 1;", "named barriers (a barrier number other than 0)"),
+    ("    bar.sync 0, 32;", "a barrier for a number of threads"),
+    ("    bar.arrive 0, 32;", "only bar.sync (__syncthreads) is"),
+    ("    shfl.sync.bfly.b16 %r1, %r2, 1, 31, -1;", "supported here: .b32"),
+    ("    atom.global.add.u64 %rd1, [%rd2], 1;", "64-bit atomics"),
+    ("    atom.global.add.f32 %r1, [%rd1], %r2;", "atomics on .f32"),
+    ("    red.global.cas.b32 [%rd1], %r1;", "red has no .cas"),
     ("    setp.equ.s32 %p1, %r1, %r2;", "this comparison"),
     ("    mov.u32 %r1, undefined_symbol;", "unknown symbol undefined_symbol"),
-    ("    mov.u64 %rd1, smem;", "smem is in .shared memory"),
     ("    mul.wide.s32 %r1, %r2, %r3;", "%r1 is not a 64-bit register"),
     ("    cvt.rn.f32.s32 %r1, %r2;", "floating point"),
-    ("    prmt.b32 %r1, %r2, %r3, %r4;", "a register selector"),
+    ("    prmt.b32.rn %r1, %r2, %r3, %r4;", "the .rn modifier"),
 ])
 def test_unsupported_or_wrong_instructions_name_their_line(body, message):
     error = error_of(body, decls=".shared .align 4 .b8 smem[16];\n")

@@ -1,6 +1,7 @@
 """Register allocation and the capacity limits: registers, predicates, instruction slots and
 parameter words, each at the edge (fits) and one past it (a CapacityError that says by how
-much and where)."""
+much and where; past the registers, on a machine without local memory to spill to —
+spilling itself is tests/ptx/test_ptx_spill.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from qwengpu.errors import CapacityError
 from qwengpu.isa import Op
 from qwengpu.ptx.compile import compile_kernel
 from qwengpu.ptx.parser import parse_ptx
+from qwengpu.ptx.program import MachineLimits
 
 from ptx_harness import HEADER, run_ptx
 
@@ -37,13 +39,15 @@ def test_fifteen_live_values_fit_and_run():
     assert run.words["out"] == expected
 
 
-def test_sixteen_live_values_fail_with_the_count_and_the_line():
+def test_too_many_live_values_fail_with_the_count_and_the_line():
+    """Sixteen live values spill (tests/ptx/test_ptx_spill.py); on a machine without local
+    memory they are refused as before, at the line where the most are live."""
     ptx = chain_kernel(15)
     with pytest.raises(CapacityError) as caught:
-        compile_kernel(parse_ptx(ptx, "chain.ptx"), "chain")
+        compile_kernel(parse_ptx(ptx, "chain.ptx"), "chain", MachineLimits(local_words=0))
     error = caught.value
-    assert "kernel chain needs 16 registers at once here, but QwenGPU has 15 (1 too many)" \
-        in error.message
+    assert "kernel chain needs 16 registers at once here, but QwenGPU has 15, and there is no " \
+        "local memory to spill them to" in error.message
     line = ptx.splitlines()[error.loc.line - 1].strip()
     assert line.startswith(("add.s32 %v14", "st.global.u32 [%rd1+0]"))
 
@@ -59,12 +63,15 @@ def predicate_kernel(count: int) -> str:
                      + "\n    st.global.u32 [%rd1], %r3;\n    ret;\n}\n")
 
 
-def test_seven_predicates_fit_and_eight_do_not():
+def test_seven_predicates_fit_and_eight_spill():
     program = compile_kernel(parse_ptx(predicate_kernel(7), "p.ptx"), "preds")
-    assert program.predicates_used == 7
+    assert program.predicates_used == 7 and program.local_bytes == 0
+    spilled = compile_kernel(parse_ptx(predicate_kernel(8), "p.ptx"), "preds")
+    assert spilled.predicates_used == 7 and spilled.local_bytes > 0
     with pytest.raises(CapacityError, match="needs 8 predicate registers at once here, but "
-                                            "QwenGPU has 7"):
-        compile_kernel(parse_ptx(predicate_kernel(8), "p.ptx"), "preds")
+                                            "QwenGPU has 7, and there is no local memory"):
+        compile_kernel(parse_ptx(predicate_kernel(8), "p.ptx"), "preds",
+                       MachineLimits(local_words=0))
 
 
 def test_a_guarded_write_keeps_the_old_value_alive():

@@ -103,7 +103,7 @@ def test_hdlc_decode_matches_hdlc_run(protocol, tmp_path, capsys):
     assert code == 0
     expected = json.loads(out)
     # the interpreter's run says what the trace and prompt cost a model, before any runs
-    assert expected.pop("prompt_tokens") == len(build_prompt(launch, protocol)) == 316
+    assert expected.pop("prompt_tokens") == len(build_prompt(launch, protocol)) == 319
     assert expected["tokens"] == len(trace) == 1661        # 76 records
     for ids in (trace, build_prompt(launch, protocol) + trace):
         path = tmp_path / "ids.json"

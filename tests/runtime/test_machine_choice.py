@@ -163,17 +163,26 @@ def test_sim_on_the_one_lane_machine(name, capsys):
 
 
 def test_spec_file_is_used(tmp_path, capsys):
-    """A copy of the spec with fewer registers refuses a kernel the default machine takes."""
+    """A copy of the spec with fewer registers refuses a kernel the default machine takes
+    (two registers: fewer than one of its instructions reads and writes, spills or not)."""
     spec = tmp_path / "small.hdl"
-    spec.write_text(SPEC.read_text().replace("param REGS = 15;", "param REGS = 6;"))
-    assert "param REGS = 6;" in spec.read_text()
+    spec.write_text(SPEC.read_text().replace("param REGS = 15;", "param REGS = 2;"))
+    assert "param REGS = 2;" in spec.read_text()
     code, _, err = run_cli(capsys, ["run", VECTOR_ADD, "--spec", spec])
-    assert code == 1 and "error: kernel vector_add needs 7 registers at once here, but " \
-        "QwenGPU has 6" in err, err
+    assert code == 1 and "error: kernel vector_add needs 3 registers at once here, but " \
+        "QwenGPU has 2" in err, err
+
+
+def test_a_machine_with_three_registers_runs_vector_add_by_spilling(capsys):
+    """vector_add needs 7 registers at once; with 3 the allocator recomputes its parameter
+    and special-register reads where they are used (docs/ptx.md, "Spilling")."""
+    code, out, err = run_cli(capsys, ["run", VECTOR_ADD, "--json", "-P", "REGS=3"])
+    assert code == 0, err
+    assert json.loads(out)["buffers"] == expected_of(VECTOR_ADD.parent)["buffers"]
 
 
 @pytest.mark.parametrize("param, message", [
-    ("REGS=4", "vector_add/kernel.cu:4:5: error: kernel vector_add needs 7 registers at once "
+    ("REGS=2", "vector_add/kernel.cu:4:5: error: kernel vector_add needs 3 registers at once "
                "here"),
     ("PROG_WORDS=10", "error: kernel vector_add needs 19 instruction slots, but QwenGPU has 10"),
     ("MEM_WORDS=40", "launch.json:6:3: error: the buffers need 48 words (a: 16, b: 16, c: 16), "

@@ -128,7 +128,7 @@ def random_checkpoint(tmp_path_factory):
 
 
 def test_a_random_model_is_stopped_at_its_first_token(random_checkpoint, capsys):
-    prompt_length = 316
+    prompt_length = 319
     code, out, err = run_cli(capsys, ["run", str(VECTOR_ADD), "--backend", "model", "--model",
                                       str(random_checkpoint), "--json"])
     assert code == 1 and out == ""
@@ -140,7 +140,7 @@ def test_a_random_model_is_stopped_at_its_first_token(random_checkpoint, capsys)
 
 
 def test_a_batch_reports_each_launch(random_checkpoint, capsys):
-    """Two launches as one batch (left-padded prompts of 316 and of another length): each
+    """Two launches as one batch (left-padded prompts of 319 and of another length): each
     row fails on its own, with positions counted from its own prompt."""
     saxpy = VECTOR_ADD.parents[1] / "saxpy_int" / "launch.json"
     code, out, err = run_cli(capsys, ["run", str(VECTOR_ADD), str(saxpy), "--backend",
@@ -148,9 +148,9 @@ def test_a_batch_reports_each_launch(random_checkpoint, capsys):
     assert code == 1
     rows = [json.loads(line) for line in out.splitlines()]
     assert [row["launch"] for row in rows] == [str(VECTOR_ADD), str(saxpy)]
-    assert "error: position 316: expected warp.b0=.." in rows[0]["error"] or \
-        "error: position 317: expected pc.b0=.." in rows[0]["error"], rows[0]
-    assert "position 316:" not in rows[1]["error"] and "expected" in rows[1]["error"]
+    assert "error: position 319: expected warp.b0=.." in rows[0]["error"] or \
+        "error: position 320: expected pc.b0=.." in rows[0]["error"], rows[0]
+    assert "position 319:" not in rows[1]["error"] and "expected" in rows[1]["error"]
     assert err.count(f"{saxpy}: error: position") == 1, err
 
 

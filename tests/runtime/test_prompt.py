@@ -10,6 +10,7 @@ tests/trace/test_trace_prompt.py.
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -51,28 +52,54 @@ def replay(ids, protocol):
     return state
 
 
-def expected_state(launch_file: dict, instructions) -> dict:
-    grid, block = launch_file["grid"], launch_file["block"]
+def buffer_bases(launch_file: dict, align_words: int = 1) -> dict[str, int]:
+    """docs/launch.md, "Memory layout": buffers in file order from word 0, each at a multiple
+    of the kernel's widest access."""
+    bases, word = {}, 0
+    for name, values in launch_file["buffers"].items():
+        bases[name] = word = -(-word // align_words) * align_words
+        word += len(values)
+    return bases
+
+
+def expected_state(launch_file: dict, instructions, shared_words=0, local_words=0,
+                   local_align_words=1, buffer_align_words=1) -> dict:
+    grid, block = (shape if isinstance(shape, int) else math.prod(shape)
+                   for shape in (launch_file["grid"], launch_file["block"]))
     memory = [0] * 126
-    words = [value % 2**32 for values in launch_file["buffers"].values() for value in values]
-    memory[:len(words)] = words
+    bases = buffer_bases(launch_file, buffer_align_words)
+    for (name, values), base in zip(launch_file["buffers"].items(), bases.values()):
+        memory[base:base + len(values)] = [value % 2**32 for value in values]
+    end = max((base + len(launch_file["buffers"][name]) for name, base in bases.items()),
+              default=0)
     program = [i.encode() for i in instructions] + [0] * (128 - len(instructions))
     per_block = -(-block // 4)
+    # docs/launch.md, "Memory layout": a window a block of shared memory after the buffers,
+    # then one a thread of local memory from a multiple of the kernel's local alignment
+    local_start = -(-(end + grid * shared_words) // local_align_words) * local_align_words
     state = {("prog", (i,)): word for i, word in enumerate(program)}
     state.update({("mem", (i,)): word for i, word in enumerate(memory)})
     for warp in range(8):
         used = warp < grid * per_block
         state["warp_ctaid", (warp,)] = warp // per_block if used else 0
         state["warp_tid0", (warp,)] = (warp % per_block) * 4 if used else 0
+        state["warp_block", (warp,)] = warp // per_block if used else 0
+        state["warp_shared", (warp,)] = \
+            end + (warp // per_block) * shared_words if used and shared_words else 0
+        state["waiting", (warp,)] = 0
         for lane in range(4):
             tid = (warp % per_block) * 4 + lane
             state["live", (warp, lane)] = int(used and tid < block)
+            thread = (warp // per_block) * block + tid
+            state["thread_local", (warp, lane)] = \
+                local_start + thread * local_words if used and tid < block and local_words else 0
             state["pc", (warp, lane)] = 0
             for reg in range(15):
                 state["regs", (warp, lane, reg)] = 0
             for pred in range(7):
                 state["preds", (warp, lane, pred)] = 0
     state.update({("ntid", ()): block, ("nctaid", ()): grid, ("last_warp", ()): 7,
+                  ("shared_words", ()): shared_words, ("local_words", ()): local_words,
                   ("halted", ()): 0, ("trap", ()): 0})
     return state
 
@@ -85,14 +112,18 @@ def test_prompt_holds_the_launch(example, protocol):
     assert len(ids) < 2048
     state = replay(ids, protocol)
     launch_file = json.loads((example / "launch.json").read_text())
-    expected = expected_state(launch_file, launch.instructions)
+    # the words of shared and local memory are the kernel's (the loader's); where they lie is
+    # the layout above
+    expected = expected_state(launch_file, launch.instructions, launch.windows.shared_words,
+                              launch.windows.local_words,
+                              max(launch.program.local_alignment // 4, 1),
+                              launch.program.buffer_alignment // 4)
     params = {key: value for key, value in state.items() if key[0] == "params"}
     assert {key: value for key, value in state.items() if key[0] != "params"} == expected
     assert len(params) == 8
     # scalar arguments appear among the parameter words; a buffer passes its byte address
-    bases, word = {}, 0
-    for name, values in launch_file["buffers"].items():
-        bases[name], word = 4 * word, word + len(values)
+    bases = {name: 4 * word for name, word in
+             buffer_bases(launch_file, launch.program.buffer_alignment // 4).items()}
     for arg in launch_file["args"]:
         value = bases[arg] if isinstance(arg, str) else arg % 2**32
         assert value in params.values(), f"argument {arg!r} missing from params"
@@ -109,11 +140,11 @@ def test_prompt_is_short_and_readable(protocol):
     text = prompt_text(ids, protocol)
     lines = text.splitlines()
     assert lines[0] == "<bos>" and lines[-1] == "<trace>"
-    assert lines[1].startswith("init:warp.b0 ") and lines[1].endswith("init:exited.b0")
+    assert lines[1].startswith("init:warp.b0 ") and lines[1].endswith("init:taken.b0")
     assert lines[2].endswith(" prog[0]")
     nonzero = sum(1 for value in initial_state(launch_of(VECTOR_ADD.parent)).values()
                   for word in value if word)
-    assert 40 < nonzero < 1051                            # of 1051 state elements
+    assert 40 < nonzero < 1109                            # of 1109 state elements
     assert len(lines) == 1 + 1 + nonzero + 1              # one line per element that is not 0
     assert len(ids) <= 600                                # issue: the prompt halved (1,290 before)
 

@@ -55,7 +55,7 @@ def register_shown(page, warp: int, lane: int, name: str) -> int:
 
 
 @pytest.mark.parametrize("example", ["vector_add", "divergent_if", "multi_block",
-                                     "serial_sum"])
+                                     "serial_sum", "device_calls", "matrix_add_2d", "grid_3d"])
 def test_the_last_step_shows_the_expected_buffers(example, tmp_path, open_page):
     folder = EXAMPLES_DIR / example
     page = open_page(write_page(tmp_path, folder / "launch.json"))
@@ -223,7 +223,7 @@ def test_a_decoded_trace_shows_its_tokens(tmp_path, open_page, protocol):
     go_to_step(page, 69)
     chips = page.locator("#record-tokens .token").all_text_contents()
     assert len(chips) == 31 and chips[:2] == ["warp.b0=00", "pc.b0=11"]
-    assert chips[4:10] == ["rwen=0,pwen=0", "mwen=f,trap=0", "maddr0.b0=20", "maddr1.b0=21", "maddr2.b0=22", "maddr3.b0=23"]
+    assert chips[4:10] == ["rwen=0,pwen=0", "mwen.b0=0f", "maddr0.b0=20", "maddr1.b0=21", "maddr2.b0=22", "maddr3.b0=23"]
     assert chips[-1] == "commit:port3"
 
 
@@ -274,3 +274,13 @@ def test_unwritten_registers_are_grey_and_other_words_are_shown(tmp_path, open_p
     assert [int(page.text_content(f'#memory td[data-name="mem[{word}]"]'))
             for word in range(10, 14)] == [7, 7, 7, 7]
     assert page.locator('#memory td[data-name="mem[14]"]').count() == 0
+
+
+def test_a_launch_of_two_dimensions_names_blocks_and_threads_by_coordinates(tmp_path,
+                                                                           open_page):
+    """matrix_add_2d: 2 x 2 blocks of 4 x 2 threads; warp 7's lane 3 is the last thread,
+    (3, 1) of block (1, 1) (threads x fastest, 8 a block)."""
+    page = open_page(write_page(tmp_path, EXAMPLES_DIR / "matrix_add_2d" / "launch.json"))
+    assert "grid 2x2 x block 4x2" in page.text_content("#summary")
+    assert page.text_content('#registers tr[data-thread="7.3"] td') == "b(1,1).t(3,1)"
+    assert page.text_content('#registers tr[data-thread="2.1"] td') == "b(1,0).t(1,0)"

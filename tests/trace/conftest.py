@@ -16,7 +16,7 @@ def protocol():
 
 @pytest.fixture(scope="session")
 def fixed_protocol(protocol):
-    """The same fields and state with every field and port token in every record (54 tokens
+    """The same fields and state with every field and port token in every record (55 tokens
     a record): the format of the tests that count positions."""
     return TraceProtocol(protocol.design_name, [FieldSpec(f.name, f.width)
                                                 for f in protocol.fields],

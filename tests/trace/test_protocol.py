@@ -14,11 +14,11 @@ from qwengpu.runtime.machine_state import DEFAULT_SPEC
 # (mask field, bit; bit None: the mask is not 0); PACKED: the second fields of pairs.
 RECORD_TABLE = [("warp", 3), ("pc", 7), ("active", 4), ("exec", 4), ("op", 6), ("rwen", 4),
                 ("pwen", 4), ("rd", 4)] + [(f"rval{lane}", 32) for lane in range(4)] + \
-               [("pd", 3), ("pval", 4), ("mwen", 4), ("trap", 3)] + \
+               [("pd", 3), ("pval", 4), ("mwen", 4)] + \
                [(f"maddr{lane}", 7) for lane in range(4)] + \
                [(f"mval{lane}", 32) for lane in range(4)] + \
-               [("trap_lane", 2), ("taken", 4), ("exited", 4)]
-PACKED = {"exec": "active", "pwen": "rwen", "trap": "mwen"}
+               [("trap", 3), ("released", 1), ("trap_lane", 2), ("taken", 4), ("exited", 4)]
+PACKED = {"exec": "active", "pwen": "rwen", "released": "trap", "exited": "taken"}
 CONDITIONS = {"rd": ("rwen", None), "pd": ("pwen", None), "pval": ("pwen", None),
               "trap_lane": ("trap", None),
               **{f"rval{lane}": ("rwen", lane) for lane in range(4)},
@@ -27,7 +27,9 @@ CONDITIONS = {"rd": ("rwen", None), "pd": ("pwen", None), "pval": ("pwen", None)
 # docs/isa.md, "State": element counts (WARPS 8, LANES 4, REGS 15, PREDS 7) and widths.
 STATE_TABLE = {"prog": (128, 64), "mem": (126, 32), "params": (8, 32), "regs": (480, 32),
                "preds": (224, 1), "pc": (32, 7), "live": (32, 1), "warp_ctaid": (8, 32),
-               "warp_tid0": (8, 32), "ntid": (1, 32), "nctaid": (1, 32), "last_warp": (1, 3),
+               "warp_tid0": (8, 32), "warp_block": (8, 3), "warp_shared": (8, 7),
+               "thread_local": (32, 7), "waiting": (8, 1), "shared_words": (1, 8),
+               "local_words": (1, 8), "ntid": (1, 32), "nctaid": (1, 32), "last_warp": (1, 3),
                "halted": (1, 1), "trap": (1, 3)}
 
 
@@ -82,12 +84,16 @@ def test_token_meanings(protocol):
     token = protocol.describe(protocol.token_id("rval2.b1=3f"))
     assert (token.kind, token.name, token.byte, token.value) == ("field", "rval2", 1, 0x3F)
     assert not token.closes_record
-    last = protocol.describe(protocol.token_id("exited.b0=03"))
+    last = protocol.describe(protocol.token_id("taken=3,exited=1"))
     assert last.closes_record and last.slot == 47
-    pair = protocol.describe(protocol.token_id("mwen=c,trap=5"))
-    assert (pair.name, pair.pair, pair.value, pair.slot) == ("mwen", "trap", 0x5C, 24)
+    assert (last.name, last.pair, last.value) == ("taken", "exited", 0x13)
+    pair = protocol.describe(protocol.token_id("trap=5,released=1"))
+    assert (pair.name, pair.pair, pair.value, pair.slot) == ("trap", "released", 0x15, 45)
+    assert not pair.closes_record
     with pytest.raises(ProtocolError, match="not a token"):
-        protocol.token_id("mwen=c,trap=8")             # trap: 3 bits
+        protocol.token_id("trap=5,released=2")         # released: 1 bit
+    with pytest.raises(ProtocolError, match="not a token"):
+        protocol.token_id("trap=8,released=0")         # trap: 3 bits
     with pytest.raises(ProtocolError, match="not a token"):
         protocol.token_id("trap_lane.b0=04")           # 2 bits: values 0..3
     with pytest.raises(ProtocolError, match="not a token"):
@@ -109,12 +115,13 @@ def test_token_meanings(protocol):
 
 def test_following_slot(protocol):
     slots = protocol.record_slots
-    assert slots[0] == ("warp", 0) and slots[6] == ("rval0", 0) and slots[47] == ("exited", 0)
+    assert slots[0] == ("warp", 0) and slots[6] == ("rval0", 0) and slots[47] == ("taken", 0)
     assert protocol.following_slot(protocol.trace_id) == 0
     assert protocol.following_slot(protocol.token_id("warp.b0=03")) == 1
     assert protocol.following_slot(protocol.token_id("active=3,exec=1")) == 3
     assert protocol.following_slot(protocol.token_id("rval0.b3=ff")) == 10
-    assert protocol.following_slot(protocol.token_id("exited.b0=01")) == 48
+    assert protocol.following_slot(protocol.token_id("trap=2,released=0")) == 46
+    assert protocol.following_slot(protocol.token_id("taken=0,exited=1")) == 48
     assert protocol.following_slot(protocol.token_id("commit:port1")) == 49
     assert protocol.following_slot(protocol.token_id("commit:port3")) == 0
     for text in ("<bos>", "<eos>", "init:warp.b0", "set.b0=00", "mem[0]"):
@@ -128,13 +135,13 @@ def test_encode_record_is_little_endian_bytes_in_emit_order(protocol):
     assert texts == ["warp.b0=05", "pc.b0=00", "active=0,exec=0", "op.b0=00",
                      "rwen=4,pwen=0", "rd.b0=00",
                      "rval2.b0=78", "rval2.b1=56", "rval2.b2=34", "rval2.b3=12",
-                     "mwen=0,trap=2", "trap_lane.b0=03", "taken.b0=00", "exited.b0=01"]
+                     "mwen.b0=00", "trap=2,released=0", "trap_lane.b0=03", "taken=0,exited=1"]
     every = {**record, "rwen": 15, "pwen": 1, "mwen": 15}
     texts = [protocol.describe(i).text for i in protocol.encode_record(every)]
     assert len(texts) == 51 == protocol.tokens_per_record
-    assert texts[-4:] == ["exited.b0=01", "commit:port1", "commit:port2", "commit:port3"]
+    assert texts[-4:] == ["taken=0,exited=1", "commit:port1", "commit:port2", "commit:port3"]
     stores = [protocol.describe(i).text for i in protocol.encode_record({**record, "mwen": 4})]
-    assert stores[-2:] == ["exited.b0=01", "commit:port2"]
+    assert stores[-2:] == ["taken=0,exited=1", "commit:port2"]
     assert protocol.encode_records([record, record])[-1] == protocol.eos_id
     with pytest.raises(ProtocolError, match="does not fit"):
         protocol.encode_record({**record, "pc": 128})

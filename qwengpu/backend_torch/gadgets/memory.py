@@ -284,9 +284,14 @@ class Memory:
             raise ValueError(f"{self.name}: needs {self.heads} head(s), got {len(heads)}")
         drive = drive_for(attn.in_proj_qkv.weight.dtype)
         out_groups = flatten_groups(outputs or [])
-        if query is not None and [g.count for g, _ in out_groups] != self.output_shape():
-            raise ValueError(f"{self.name}: outputs {[g.count for g, _ in out_groups]} do not "
-                             f"match the value groups {self.output_shape()}")
+        # A read port gives back each stored group, or its first entries: a store the prompt
+        # alone writes holds a staged byte's whole hex digit even where the element is
+        # narrower (a 3-bit digit), and the entries past the element's values are never hot.
+        counts = [g.count for g, _ in out_groups]
+        if query is not None and (len(counts) != len(self.output_shape()) or any(
+                out > stored for out, stored in zip(counts, self.output_shape()))):
+            raise ValueError(f"{self.name}: outputs {counts} do not match the value groups "
+                             f"{self.output_shape()}")
         head = HeadWriter(attn, rms, drive)
         for index, value_head in enumerate(heads):
             head.claim(value_head, self.name)
@@ -313,7 +318,7 @@ class Memory:
             for part in mine:
                 group = out_groups[self.parts.index(part)][0]
                 scale = out_scale if out_scale is not None else group.scale
-                for entry in range(part.group.count):
+                for entry in range(min(part.group.count, group.count)):
                     head.read_out(value_head, part.offset + entry,
                                   put(group, entry, scale / group.scale / (normalised * gate)))
         self.replicas.append((layer, tuple(heads)))

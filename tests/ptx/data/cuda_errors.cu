@@ -37,7 +37,8 @@ extern "C" __global__ void char_dot(const char4 *a, const char4 *b, int *out)
     out[i] = x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
 }
 
-// 17 registers once nvcc lays four iterations side by side; 12 with #pragma unroll 1
+// 17 registers once nvcc lays four iterations side by side (the allocator spills); 12 with
+// #pragma unroll 1
 extern "C" __global__ void unrolled_dot(const int *a, const int *b, const int *c, const int *d,
                                         int *out, int n)
 {
@@ -57,14 +58,15 @@ extern "C" __global__ void rolled_dot(const int *a, const int *b, const int *c, 
     out[threadIdx.x] = s;
 }
 
-// 18 registers once nvcc unrolls the loops completely (every x[k] is kept for the second);
+// 34 registers once nvcc unrolls the loops completely (every x[k] is kept for the second):
+// more than the 15 registers and the 16 words of local memory a thread may spill to hold;
 // 6 with #pragma unroll 1
 extern "C" __global__ void unrolled_scale(const int *__restrict__ x, int *__restrict__ out)
 {
     int s = 0;
-    for (int k = 0; k < 16; k++)
+    for (int k = 0; k < 32; k++)
         s += x[k];
-    for (int k = 0; k < 16; k++)
+    for (int k = 0; k < 32; k++)
         out[k] = x[k] * s;
 }
 
@@ -72,9 +74,9 @@ extern "C" __global__ void rolled_scale(const int *__restrict__ x, int *__restri
 {
     int s = 0;
     #pragma unroll 1
-    for (int k = 0; k < 16; k++)
+    for (int k = 0; k < 32; k++)
         s += x[k];
     #pragma unroll 1
-    for (int k = 0; k < 16; k++)
+    for (int k = 0; k < 32; k++)
         out[k] = x[k] * s;
 }

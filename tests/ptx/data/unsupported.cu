@@ -8,13 +8,6 @@ extern "C" __global__ void shared_memory(int *x)
     x[threadIdx.x] = t[3 - threadIdx.x];
 }
 
-extern "C" __global__ void local_array(int *x, int k)
-{
-    int a[8];
-    for (int i = 0; i < 8; i++) a[i] = x[i] * i;
-    x[threadIdx.x] = a[k & 7];
-}
-
 __device__ __noinline__ int helper(int a) { return a * 3 + 1; }
 
 extern "C" __global__ void calls(int *x)

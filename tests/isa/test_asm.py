@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from qwengpu.isa import (BINARY_ALU, Cmp, Instruction, Op, PT, RZ, Special, format_instruction)
-from qwengpu.isa.asm import OPERANDS, AsmError, assemble
+from qwengpu.isa import DEFAULT_ISA, Space
+from qwengpu.isa.asm import MNEMONICS, AsmError, assemble
 
 REG_B_OPS = sorted(BINARY_ALU)
 
@@ -35,8 +36,18 @@ def canonical_examples() -> list[Instruction]:
                  Instruction(Op.ST, a=2, b=3, imm=4), Instruction(Op.ST, a=2, b=3, imm=0),
                  Instruction(Op.BRA, imm=17), Instruction(Op.BRA, imm=0xFFFF_FFFF),
                  Instruction(Op.LDP, d=5, imm=3), Instruction(Op.LDP, d=5, imm=4000)]
-    for special in list(Special) + [6, 99]:
+    for special in list(Special) + [8, 99]:
         examples.append(Instruction(Op.S2R, d=2, imm=int(special)))
+    examples += [Instruction(Op.VOTE, d=3, a=PT), Instruction(Op.VOTE, d=3, a=2),
+                 Instruction(Op.BAR)]
+    for space in list(Space) + [3]:
+        examples += [Instruction(Op.LD, d=1, a=2, imm=8, space=int(space)),
+                     Instruction(Op.ST, a=2, b=3, imm=4, space=int(space)),
+                     Instruction(Op.ST_U8, a=2, b=3, imm=5, space=int(space)),
+                     Instruction(Op.ST_U16, a=2, b=3, imm=6, space=int(space))]
+        for op in DEFAULT_ISA.opcodes_in("is_atomic"):
+            examples.append(Instruction(Op[op], d=1, a=2, b=3, imm=12, space=int(space),
+                                        c=4 if op == "ATOM_CAS" else 0))
     return examples
 
 
@@ -51,7 +62,7 @@ EXAMPLES = [guarded for example in canonical_examples() for guarded in with_guar
 
 def test_examples_cover_every_opcode():
     assert {example.op for example in EXAMPLES} == set(Op)
-    assert set(OPERANDS) == set(Op)
+    assert {op.value for op in Op} == set(DEFAULT_ISA.by_value)
 
 
 @pytest.mark.parametrize("instruction", EXAMPLES, ids=format_instruction)
@@ -144,11 +155,11 @@ def test_errors_are_located(source, message, line, column):
 
 
 def test_every_mnemonic_assembles():
-    names = {op.name.lower().replace("_", ".") for op in Op if op != Op.SETP}
-    for name in names:
-        operands = {"d:reg": "r1", "a:reg": "r2", "B": "r3", "c:reg": "r4", "d:pred": "p1",
-                    "a:pred": "p2", "b:pred": "p3", "c:pred": "p4", "address": "[r5+4]",
-                    "b:reg": "r6", "target": "0", "special": "tid", "index": "1"}
-        op = next(op for op in Op if op.name.lower().replace("_", ".") == name)
-        text = name + " " + ", ".join(operands[kind] for kind in OPERANDS[op])
-        assert assemble(text).instructions[0].op == op
+    operands = {"rd": "r1", "ra": "r2", "B": "r3", "rc": "r4", "pd": "p1", "pa": "p2",
+                "pb": "p3", "pc": "p4", "[ra+imm]": "[r5+4]", "rb": "r6", "target": "0",
+                "{imm:Special}": "tid", "imm": "1"}
+    for name, (opcode, fixed) in MNEMONICS.items():
+        text = name + " " + ", ".join(operands[o.text] for o in opcode.syntax.operands)
+        instruction = assemble(text).instructions[0]
+        assert instruction.op == Op[opcode.name]
+        assert all(getattr(instruction, field) == value for field, value in fixed.items())
