@@ -12,8 +12,10 @@ threads) runs alone as the README runs it; the whole corpus passes the same way 
 bench/corpus_on_model.py (docs/engine.md).
 
 Stock transformers, the judge, is held beside the engine on the same whole machine by the
-slow test in tests/backend_torch/test_compile_2b.py (which CI runs), and on every small
-compiled machine by the compile tests (tests/compile_helpers.run_case).
+slow test in tests/backend_torch/test_compile_2b.py and, for each family of cooperating
+instructions (shared memory and barriers, atomics, shuffles, votes, byte stores, local
+memory), by the slow `test_each_family_is_held_to_stock_transformers` here (CI runs both),
+and on every small compiled machine by the compile tests (tests/compile_helpers.run_case).
 """
 
 from __future__ import annotations
@@ -23,9 +25,15 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from bench_scripts import bench_script
 from qwengpu.cli import main
+from qwengpu.isa import Op
+from qwengpu.runtime.launch import load_launch
+from qwengpu.runtime.machine_state import new_simulator
+from qwengpu.runtime.model_backend import generate_greedy, load_checkpoint
+from qwengpu.trace.prompt import state_prompt
 from readme_job import COMPILE, RUN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,3 +119,56 @@ def test_random_kernels_inside_the_whole_machine(whole_machine, capsys):
     out = capsys.readouterr().out
     assert re.search(r"^2 kernels passed, 0 failed, 0 skipped \(do not fit\); 155 records and "
                      r"\d+ trace tokens checked", out, re.M), out
+
+
+# Issue #25's families, each at the first step of its kind in an example (then a few more):
+# shared memory and a barrier, atomics (add; compare-and-swap), a shuffle, a vote, a byte
+# store, and a thread's local memory (dot64's first store is a spill into its window).
+FAMILIES = {"shared_reduce": Op.BAR, "histogram": Op.ATOM_ADD, "atomic_order": Op.ATOM_CAS,
+            "warp_reduce": Op.SHFL, "warp_vote": Op.VOTE, "byte_stores": Op.ST_U8,
+            "dot64": Op.ST}
+FAMILY_RECORDS = 6
+
+
+def state_before_first(kernel: str, op: Op) -> tuple[dict[str, list[int]], list[dict]]:
+    """The interpreter's machine state just before the first record of `op` in the kernel's
+    launch, and the records from there."""
+    launch = load_launch(EXAMPLES / kernel / "launch.json")
+    def simulator():
+        return new_simulator(None, launch.instructions, launch.memory, launch.params,
+                             launch.grid, launch.block, launch.windows)
+    ahead, sim = simulator(), simulator()
+    while ahead.step()["op"] != op:
+        sim.step()
+    state = {**{name: list(values) for name, values in sim.memories.items()},
+             **{name: [value] for name, value in sim.registers.items()}}
+    return state, sim.run(FAMILY_RECORDS)
+
+
+@pytest.fixture(scope="module")
+def judge_and_engine(whole_machine):
+    """Stock transformers (8 GB of fp32) and the sparse engine on the whole machine."""
+    return load_checkpoint(whole_machine, "cpu", "transformers"), \
+        load_checkpoint(whole_machine, "cpu", "sparse")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", FAMILIES)
+def test_each_family_is_held_to_stock_transformers(judge_and_engine, kernel):
+    """Stock transformers, the judge, on the whole machine from the state before a family's
+    first step: its greedy choice at every position of the next records (one prefill of
+    prompt and records) is the interpreter's, and the sparse engine writes the same ids.  The
+    whole kernels run on the engine in bench/results/corpus-min-engine.jsonl; about a minute a
+    family on 2 cores (CI runs it)."""
+    from qwengpu.backend_torch.model import prefill_logits
+
+    state, records = state_before_first(kernel, FAMILIES[kernel])
+    assert records[0]["op"] == FAMILIES[kernel]
+    (model, protocol), (engine, _) = judge_and_engine
+    prompt = state_prompt(protocol, state)
+    want = protocol.encode_records(records, eos=False)
+    with torch.no_grad():
+        logits = prefill_logits(model, prompt + want).logits[0, len(prompt) - 1:-1]
+    assert logits.argmax(1).tolist() == want, kernel
+    written, = generate_greedy(engine, protocol, [prompt], FAMILY_RECORDS)
+    assert written[:len(want)] == want, kernel
