@@ -4,7 +4,7 @@
 
 The table is what `qwengpu.isa.machine.MachineIsa.from_design` reads from specs/qwengpu.hdl,
 as plain Python data, so that importing `qwengpu.isa` needs no parse of the spec.
-tests/isa/test_table.py regenerates it in memory and fails when it differs from the file.
+tests/isa/test_isa_table.py regenerates it in memory and fails when it differs from the file.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ SMALL = {"LANES": 1, "WARPS": 1}
 HEADER = '''"""The default machine's instruction set, read from specs/qwengpu.hdl.
 
 Written by `python -m qwengpu.isa.generate`: do not edit.  Edit the spec and run it again
-(tests/isa/test_table.py fails until the two agree).
+(tests/isa/test_isa_table.py fails until the two agree).
 """
 
 '''

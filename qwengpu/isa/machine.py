@@ -14,7 +14,7 @@ reads
 
 `qwengpu/isa/table.py` is this reading of specs/qwengpu.hdl written out as Python (by
 `python -m qwengpu.isa.generate`), so that the default machine's opcodes are known without
-parsing the spec; tests/isa/test_table.py fails when the two drift apart.  Any other spec
+parsing the spec; tests/isa/test_isa_table.py fails when the two drift apart.  Any other spec
 (a copy with a new instruction, say) gets its own `MachineIsa` from its design.
 """
 

@@ -1,7 +1,7 @@
 """The default machine's instruction set, read from specs/qwengpu.hdl.
 
 Written by `python -m qwengpu.isa.generate`: do not edit.  Edit the spec and run it again
-(tests/isa/test_table.py fails until the two agree).
+(tests/isa/test_isa_table.py fails until the two agree).
 """
 
 FIELDS = (('op', 0, 6),
