@@ -137,6 +137,13 @@ def _qwengpu_state(design: Design, rng: random.Random, constraints: dict) -> Sta
         "shared_words": [shared_words],
         "local_words": [local_words],
     })
+    # A reachable state: the last warp of a block to arrive at a barrier releases it, so some
+    # warp with live lanes in each block is not waiting.
+    for block in set(state["warp_block"]):
+        alive = [w for w in range(warps) if state["warp_block"][w] == block
+                 and any(live[w * lanes:(w + 1) * lanes])]
+        if alive and all(state["waiting"][w] for w in alive):
+            state["waiting"][rng.choice(alive)] = 0
     if "op" in constraints:
         # The issuing warp and PC depend on live, pc and last_warp only, not on the program:
         # one interpreter step tells where it fetches, then that slot gets the wanted opcode.

@@ -44,10 +44,6 @@ def cuda_line(after: str, text: str) -> int:
 REFUSED = [
     ("function_pointer", "indirect calls (function pointers, virtual functions) are not "
                          "supported by QwenGPU", "pick(x[threadIdx.x])"),
-    ("unrolled_dot", "kernel unrolled_dot needs 17 registers at once here, but QwenGPU has 15 "
-                     "(2 too many); nvcc unrolled the loop at cuda_errors.cu:{loop} (for (int "
-                     "k = 0; k < n; k++)), which keeps several iterations' values in registers "
-                     "at once: put `#pragma unroll 1` before the loop", "s += a[k] * b[k]"),
     ("unrolled_scale", "kernel unrolled_scale needs 34 registers at once here, but QwenGPU has "
                        "15, and its spills need 19 words of local memory a thread, but a "
                        "thread has 16 (LOCAL_WORDS; 3 too many); nvcc unrolled the loop at "

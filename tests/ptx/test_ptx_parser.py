@@ -161,7 +161,7 @@ def error_of(body: str, decls: str = "") -> PtxError:
     ("    ld.param.u32 %r1, [k_n+4];", "reads bytes 4..7 of parameter k_n, which has 4 bytes"),
     ("    ld.param.u32 %r1, [nothing];", "nothing is not a parameter of k"),
     ("    ld.global.u32 %r1, [k_p];", "parameter k_p can only be read with ld.param"),
-    ("    ld.tex.u32 %r1, [%rd1];", ".tex memory"),
+    ("    ld.tex.u32 %r1, [%rd1];", "texture memory, which QwenGPU does not have"),
     ("    st.const.u32 [%rd1], %r1;", "constant memory cannot be written"),
     ("    mul.hi.u64 %rd1, %rd2, %rd3;", "the high half of a 64 x 64-bit product"),
     ("    rem.b64 %rd1, %rd2, %rd3;", "type .b64 (supported here: .s16, .s32, .s64, .s8, "
