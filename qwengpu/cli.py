@@ -1,13 +1,14 @@
 """The `hdlc` command line: one subcommand per module in `qwengpu.commands`.
 
 Each command module exposes `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`.
-User mistakes (`UserError`) print located messages and exit 1; internal errors print a
-traceback and exit 70.
+User mistakes (`UserError`) print located messages and exit 1, as does a disk or quota that
+fills up while writing; internal errors print a traceback and exit 70.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 import traceback
@@ -44,10 +45,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception:  # noqa: BLE001 - a compiler bug: show everything
+    except Exception as error:  # noqa: BLE001 - a compiler bug: show everything
+        if _out_of_space(error):
+            print(f"error: no space left to write the output ({error}); free some space or "
+                  "write elsewhere", file=sys.stderr)
+            return 1
         traceback.print_exc()
         print("hdlc: internal error (a bug in the compiler, not in your input)", file=sys.stderr)
         return 70
+
+
+def _out_of_space(error: Exception) -> bool:
+    """A full disk or quota, from Python's own writes or a library's (safetensors reports
+    the OS error in its message)."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return f"(os error {errno.ENOSPC})" in str(error) or f"(os error {errno.EDQUOT})" in str(error)
 
 
 if __name__ == "__main__":
