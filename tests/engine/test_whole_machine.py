@@ -33,7 +33,7 @@ from qwengpu.isa import Op
 from qwengpu.runtime.launch import load_launch
 from qwengpu.runtime.machine_state import new_simulator
 from qwengpu.runtime.model_backend import generate_greedy, load_checkpoint
-from qwengpu.trace.prompt import state_prompt
+from qwengpu.trace.prompt import simulator_state, state_prompt
 from readme_job import COMPILE, RUN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,15 +134,14 @@ def state_before_first(kernel: str, op: Op) -> tuple[dict[str, list[int]], list[
     """The interpreter's machine state just before the first record of `op` in the kernel's
     launch, and the records from there."""
     launch = load_launch(EXAMPLES / kernel / "launch.json")
+
     def simulator():
         return new_simulator(None, launch.instructions, launch.memory, launch.params,
                              launch.grid, launch.block, launch.windows)
     ahead, sim = simulator(), simulator()
     while ahead.step()["op"] != op:
         sim.step()
-    state = {**{name: list(values) for name, values in sim.memories.items()},
-             **{name: [value] for name, value in sim.registers.items()}}
-    return state, sim.run(FAMILY_RECORDS)
+    return simulator_state(sim), sim.run(FAMILY_RECORDS)
 
 
 @pytest.fixture(scope="module")
