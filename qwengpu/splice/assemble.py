@@ -4,11 +4,13 @@ The directory holds what the base's held (processor files, chat template, genera
 vision weights: unchanged) and:
 
 - `config.json`: the base's, its text part with `45 + L` layers (`layer_types`: the compiled
-  layers' then the base's), the grown vocabulary, untied embeddings, float32;
+  layers' then the base's), the grown vocabulary, untied embeddings, `dtype` float32 (what
+  the checkpoint loads as: a bf16 tensor widens to it exactly);
 - the safetensors shards and `model.safetensors.index.json`: compiled layer i as decoder
-  layer i, base layer j as layer `45 + j` with its tensors unchanged (float32, so a bf16
-  base's values exactly), the embedding and `lm_head` of the base with the machine's rows at
-  the placement's ids (a tied base's `lm_head` is its embedding, written out);
+  layer i in float32 (its binary values are exact in float32 only), base layer j as layer
+  `45 + j` with its tensors unchanged, in the base's own dtype (a bf16 base's layers stay
+  bf16: half the bytes), the embedding and `lm_head` in float32, the base's rows with the
+  machine's at the placement's ids (a tied base's `lm_head` is its embedding, written out);
 - the base's tokenizer with the machine's tokens (`vocab.extend_tokenizer`);
 - `protocol.json`, `machine.json` (what `hdlc run --model DIR` needs), `splice.json` (the id
   offset and the figures) and `splice.txt` (the report and the machine's schedule).
@@ -84,7 +86,8 @@ def spliced_config(base, layer_types: list[str], vocab_size: int) -> dict:
 
 
 def _tensors(base, layers, embedding, machine_lm, placement):
-    """(name, float32 tensor) of the spliced checkpoint, one at a time."""
+    """(name, tensor) of the spliced checkpoint, one at a time: the compiled layers, the
+    embedding and `lm_head` in float32, the base's other tensors in their own dtype."""
     prefix = base.text_prefix
     for name, tensor in layers:
         yield prefix + name, tensor.float()
@@ -92,9 +95,9 @@ def _tensors(base, layers, embedding, machine_lm, placement):
         layer = base.layer_of(name)
         if layer is not None:
             rest = name[len(prefix + "layers."):].split(".", 1)[1]
-            yield f"{prefix}layers.{NUM_LAYERS + layer}.{rest}", base.tensor(name).float()
+            yield f"{prefix}layers.{NUM_LAYERS + layer}.{rest}", base.tensor(name)
         elif name not in (base.embedding_name, "lm_head.weight"):
-            yield name, base.tensor(name).float()
+            yield name, base.tensor(name)
     for name, rows in ((base.embedding_name, embedding),
                        ("lm_head.weight", machine_lm)):
         table = torch.zeros(placement.vocab_size, rows.shape[1])

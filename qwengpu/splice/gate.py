@@ -17,12 +17,16 @@ text when `s >= (GATE_FLOOR + |row| sqrt(hidden)) / margin` (`|n(x)| <= sqrt(hid
 compiled layers' unit norm weights).
 
 `choose_gate_dims` picks, among the base's dims, those on which the normalised embeddings
-have the most consistent sign; `separating_direction` finds `u` on them (the mean direction,
-then a smoothed max-margin ascent) and reports the margin `min_t -u . n(e_t)`;
+have the most consistent sign; on them `separating_direction` tries a fast ascent (the mean
+direction, then a smoothed max-margin ascent) and, where that falls short, `widest_direction`
+solves the max-margin problem exactly as a linear program (HiGHS, through scipy).
 `find_text_gate` uses as few dims as give a good margin, since each gated unit carries a
-weight per gate dim.  A base whose text embeddings no hyperplane separates on the free dims
-cannot be spliced exactly: that is a `UserError` naming how many tokens stay on the wrong
-side.
+weight per gate dim.  When even the linear program finds no margin, its dual is a proof that
+none exists: a convex combination of text tokens' normalised embeddings that is (within
+float64 rounding) the zero vector, so every direction leaves some text token on its wrong
+side or at most `residual` from the hyperplane.  Such a base cannot be spliced exactly: a
+`UserError` names how many tokens the best direction found leaves on the wrong side and what
+the proof is (docs/splice.md, "The weakest condition").
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from qwengpu.errors import UserError
 GATE_FLOOR = 200.0          # the gate on text is at most -GATE_FLOOR (exact 0 needs <= -89)
 ASCENT_STEPS = 400
 GOOD_MARGIN = 0.25          # enough: the gate strength is (GATE_FLOOR + reach) / margin
+# Below this margin the gate's strength makes float32's rounding of its sum a risk to the
+# -GATE_FLOOR it must keep (docs/splice.md, "The weakest condition"): refused.
+MIN_MARGIN = 1e-3
 
 
 @dataclass
@@ -45,6 +52,17 @@ class TextGate:
     direction: torch.Tensor      # unit vector over `dims` (float64)
     margin: float                # min over text tokens of -direction . n(e_t)
     tokens: int                  # text tokens it was found on
+    method: str = "ascent"       # "ascent" or "linear program"
+
+
+@dataclass
+class NoGateProof:
+    """The linear program's dual where no margin exists: weights (summing to 1) on `tokens`
+    text tokens whose normalised embeddings, so weighted, sum to a vector of length
+    `residual`; every unit direction then has a margin of at most `residual`."""
+    tokens: int
+    residual: float
+    weights: torch.Tensor        # one per text row (float64), nonnegative, summing to 1
 
 
 CHUNK_ROWS = 16384          # text rows normalised at a time (a 248k vocabulary in pieces)
@@ -96,29 +114,95 @@ def separating_direction(text_rows: torch.Tensor, dims: list[int], eps: float) -
     return TextGate(dims, best, best_margin, len(values))
 
 
+def widest_direction(values: torch.Tensor) -> tuple[TextGate, NoGateProof | None]:
+    """The direction of largest margin for rows `values` (text tokens' normalised embeddings
+    on some dims), exactly, as the linear program
+
+        maximise m  subject to  values @ u + m <= 0,  -1 <= u_i <= 1
+
+    (HiGHS).  Its dual minimises `|lambda @ values|_1` over convex weights `lambda`, so where
+    the optimum is no margin the weights are a `NoGateProof`.  Returns the gate (its margin
+    measured on the unit direction) and the proof, or None where a margin exists."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    rows, count = values.shape
+    matrix = np.hstack([values.numpy(), np.ones((rows, 1))])
+    cost = np.zeros(count + 1)
+    cost[-1] = -1.0
+    result = linprog(cost, A_ub=matrix, b_ub=np.zeros(rows),
+                     bounds=[(-1.0, 1.0)] * count + [(None, None)], method="highs")
+    if result.status != 0:
+        raise UserError(f"the text gate's linear program did not solve ({result.message})")
+    direction = torch.from_numpy(result.x[:count].copy())
+    length = float(direction.norm())
+    direction = direction / length if length > 0 else torch.zeros(count, dtype=torch.float64)
+    margin = float((-(values @ direction)).min()) if length > 0 else 0.0
+    gate = TextGate([], direction, margin, rows, "linear program")
+    if margin > MIN_MARGIN:
+        return gate, None
+    weights = np.clip(-result.ineqlin.marginals, 0.0, None)
+    weights = torch.from_numpy(weights / weights.sum())
+    residual = float((weights @ values).norm())
+    return gate, NoGateProof(int((weights > 1e-12).sum()), residual, weights)
+
+
 def find_text_gate(text_rows: torch.Tensor, free: int, eps: float) -> TextGate:
-    """The text gate on as few dims as give a margin of GOOD_MARGIN (1, 2, 4, ... of the
-    `free` dims; every gated unit costs a weight per gate dim), else the best found;
-    `UserError` when even all `free` dims leave a text token on the wrong side."""
-    best = None
+    """The text gate on as few dims as give a margin of GOOD_MARGIN, else the widest.  The
+    ascent tries 1, 2, 4, ... of the `free` dims (every gated unit costs a weight per gate
+    dim); where it never reaches GOOD_MARGIN, the linear program on all `free` dims gives the
+    widest margin there is, and on halving counts of dims as long as they still give
+    GOOD_MARGIN.  `UserError` when no margin above MIN_MARGIN exists."""
+    tried = []
     count = 1
     while True:
         count = min(count, free)
-        gate = separating_direction(text_rows, choose_gate_dims(text_rows, count, eps), eps)
-        if best is None or gate.margin > best.margin:
-            best = gate
-        if gate.margin >= GOOD_MARGIN or count == free:
+        tried.append(separating_direction(text_rows, choose_gate_dims(text_rows, count, eps),
+                                          eps))
+        if tried[-1].margin >= GOOD_MARGIN:
+            return tried[-1]
+        if count == free:
             break
         count *= 2
-    if best.margin <= 0:
-        values = normalised(text_rows, eps, best.dims)
-        wrong = int(((values @ best.direction) >= 0).sum())
-        raise UserError(
-            f"the base's text embeddings cannot be gated off: on the {free} residual dims the "
-            f"machine leaves free no hyperplane was found with all {len(text_rows)} text "
-            f"tokens on one side ({wrong} on the wrong side); the compiled layers could not "
-            "add exactly 0 on text (docs/splice.md, \"The text gate\")")
+    exact, proof = _widest_on(text_rows, free, eps)
+    tried.append(exact)
+    if exact.margin <= MIN_MARGIN:
+        raise UserError(refusal(text_rows, free, eps, tried, proof))
+    best = max(tried, key=lambda found: found.margin)
+    count = free // 2
+    while best.margin >= GOOD_MARGIN and count >= 1:
+        fewer, _ = _widest_on(text_rows, count, eps)
+        if fewer.margin < GOOD_MARGIN:
+            break
+        best, count = fewer, count // 2
     return best
+
+
+def _widest_on(text_rows: torch.Tensor, count: int, eps: float):
+    dims = choose_gate_dims(text_rows, count, eps)
+    gate, proof = widest_direction(normalised(text_rows, eps, dims))
+    gate.dims = dims
+    return gate, proof
+
+
+def refusal(text_rows: torch.Tensor, free: int, eps: float, tried: list[TextGate],
+            proof: NoGateProof | None) -> str:
+    """Why the base's text cannot be gated off: how many tokens the best direction tried
+    leaves on the wrong side, and the proof that none does better (or the widest margin)."""
+    wrong = min(int(((normalised(text_rows, eps, gate.dims) @ gate.direction) >= 0).sum())
+                for gate in tried[-2:])       # the ascent and the program on all free dims
+    widest = max(gate.margin for gate in tried)
+    if proof is not None and proof.residual <= 1e-9:
+        why = (f"no hyperplane has all {len(text_rows)} text tokens on one side ({wrong} on "
+               f"the wrong side of the best found): {proof.tokens} of them have normalised "
+               f"embeddings with a convex combination within {proof.residual:.2g} of zero, "
+               "so every direction's margin is at most that")
+    else:
+        why = (f"the widest margin found is {widest:.3g}, not above the {MIN_MARGIN:g} a "
+               f"float32 gate needs ({wrong} text tokens on the wrong side)")
+    return (f"the base's text embeddings cannot be gated off: on the {free} residual dims "
+            f"the machine leaves free {why}; the compiled layers could not add exactly 0 on "
+            "text (docs/splice.md, \"The weakest condition\")")
 
 
 def gate_rows_off(weight: torch.Tensor, rows: list[int], gate: TextGate, hidden: int,

@@ -5,12 +5,11 @@ base's own layers, as one list of named steps.
 
 | step | what it does |
 |---|---|
-| base | read the base (`base.py`): its shape, form, vocabulary, final norm |
-| place | the machine's tokens after the base's (`vocab.place_machine_tokens`) |
+| check | `check_base.py`: read the base (its shape, form, vocabulary), the machine's schedule for its shape, its tokens after the base's (`vocab.place_machine_tokens`), the text gate on the dims the schedule leaves free (`gate.py`) |
 | bound | how much the base's layers can add to a token (`output.base_write_bound`), so SCALE |
 | compile | the machine for the base's shape, `rms_norm_eps / SCALE**2` (`qwengpu.compiler`) |
 | concentrate | the last compiled MLP leaves only the next token's groups (`output.py`) |
-| gate | the text gate on the dims the machine leaves free (`gate.py`) |
+| gate | the text gate's rows added to every used MLP unit and DeltaNet head |
 | scale | every compiled write and machine embedding row times SCALE |
 | permute | machine dims onto the base dims the gate did not take |
 | write | the spliced checkpoint (`assemble.py`), written aside and renamed when whole |
@@ -22,7 +21,6 @@ the most a base token can score on a machine position.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -33,10 +31,10 @@ from qwengpu.backend_torch.target import NUM_LAYERS, Target
 from qwengpu.errors import UserError, check_output_location
 from qwengpu.splice import output as out
 from qwengpu.splice.assemble import permute_hidden, write_spliced
-from qwengpu.splice.base import Base, read_base
-from qwengpu.splice.gate import find_text_gate, gate_model_off
-from qwengpu.splice.vocab import Placement, extend_tokenizer, place_machine_tokens, \
-    read_tokenizer_json, tokenizer_extent
+from qwengpu.splice.base import Base
+from qwengpu.splice.check_base import check_base
+from qwengpu.splice.gate import gate_model_off
+from qwengpu.splice.vocab import Placement
 
 # Logits between the machine's right token and any other.  Smaller than `hdlc compile`'s 16:
 # a machine row scores about margin * sqrt(12 / hidden) per unit of a text token's final
@@ -84,22 +82,16 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
     if output.exists():
         raise UserError(f"{output}: already exists (splice writes a new directory)")
     check_output_location(output, "spliced checkpoint")
-    base = read_base(base_dir)
-    target = base_target(base)
-    say(f"base: {base.num_layers} layers, hidden {target.hidden_size}, "
-        f"{'multimodal' if base.multimodal else 'text'}, {'tied' if base.tied else 'untied'}")
+    # What does not fit is refused before the base's layers are read (`check_base`): the
+    # machine's schedule for the base's shape, its tokens in the base's tokenizer, the gate.
+    check = check_base(spec, base_dir, params=params, progress=say)
+    if check.error is not None:
+        raise check.error
+    base, target, planned, gate = check.base, check.target, check.planned, check.gate
+    base_tokens, placement = check.base_tokens, check.placement
     eps, hidden = target.rms_norm_eps, target.hidden_size
-    # What does not fit is refused before the base's layers are read: the machine's schedule
-    # for the base's shape (it does not depend on eps), and its tokens in the base's tokenizer.
-    planned = compile(spec, target, params=params, stop_after="schedule", progress=say)
-    if planned.schedule.dims >= hidden:
-        raise UserError(f"the machine uses all {hidden} residual dims of the base; the text "
-                        "gate needs at least one free dim")
-    base_tokens = tokenizer_extent(read_tokenizer_json(base.directory)[1])
-    placement = place_machine_tokens(base.rows, base_tokens, planned.protocol.vocab_size)
-    with tempfile.TemporaryDirectory() as scratch:
-        extend_tokenizer(base.directory, planned.protocol.texts, placement.offset, Path(scratch))
-    text_rows = base.tensor(base.embedding_name)[:base_tokens].float()
+    say(f"gate: margin {gate.margin:.4g} on {len(gate.dims)} of the "
+        f"{hidden - planned.schedule.dims} free dims ({gate.method})")
     final_scale = 1.0 + base.tensor(base.text_prefix + "norm.weight").double()
 
     bound = out.base_write_bound(base)
@@ -118,14 +110,13 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
     compiled = compile(spec, design, params=params, stop_after="emit", progress=say)
     model, schedule, groups = compiled.model, compiled.schedule, compiled.groups
     used = schedule.dims
+    if used != planned.schedule.dims:
+        raise AssertionError("the design's schedule uses other dims than the planned one")
     free = list(range(used, hidden))
     erased = out.concentrate_output(model, schedule, groups)
-    gate = find_text_gate(text_rows, len(free), eps)
-    del text_rows                     # 2 GB for a 248k vocabulary; the writer needs the room
     gate_dims = gate.dims
     counts = gate_model_off(model, gate, free[:len(gate_dims)])
-    say(f"gate: margin {gate.margin:.4g} on {len(gate_dims)} of the {len(free)} free dims; "
-        f"{counts['units']} units, {counts['heads']} heads gated")
+    say(f"gate: {counts['units']} units, {counts['heads']} heads gated")
 
     # machine dim -> base dim: ONE and the emission groups on the base's quietest dims
     quiet = out.quiet_dims((rows * final_scale for rows in _lm_rows(base, base_tokens)),
@@ -167,44 +158,6 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
 
 def protocol_emission(schedule) -> list[str]:
     return [schedule.plan.emission[label] for label in ("kind", "lo", "hi")]
-
-
-def base_target(base: Base) -> Target:
-    """The shape the machine is compiled for: the base's, 45 layers, full attention every
-    fourth as in Qwen3.5."""
-    text = base.text
-    where = f"{base.directory / 'config.json'}"
-
-    def size(key: str, default: int | None = None) -> int:
-        value = text.get(key, default)
-        if value is None:
-            raise UserError(f"{where}: the text config has no {key}")
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise UserError(f"{where}: {key} is {value!r}, not a positive integer")
-        return value
-
-    key_heads, value_heads = size("linear_num_key_heads"), size("linear_num_value_heads")
-    if key_heads != value_heads:
-        raise UserError(f"{where}: linear_num_key_heads {key_heads} and linear_num_value_heads "
-                        f"{value_heads} differ; the compiled DeltaNet layers need as many key "
-                        "heads as value heads")
-    if size("linear_conv_kernel_dim", 4) != 4:
-        raise UserError(f"{where}: linear_conv_kernel_dim {text['linear_conv_kernel_dim']}; "
-                        "the compiled DeltaNet layers need a convolution of 4 taps")
-    try:
-        eps = float(text.get("rms_norm_eps", 1e-6))
-    except (TypeError, ValueError):
-        eps = -1.0
-    if not eps > 0:
-        raise UserError(f"{where}: rms_norm_eps {text.get('rms_norm_eps')!r} is not a positive "
-                        "number")
-    return Target(name=f"base {base.directory.name}", hidden_size=size("hidden_size"),
-                  intermediate_size=size("intermediate_size"), linear_heads=value_heads,
-                  key_head_dim=size("linear_key_head_dim"),
-                  value_head_dim=size("linear_value_head_dim"),
-                  attention_heads=size("num_attention_heads"),
-                  kv_heads=size("num_key_value_heads"), head_dim=size("head_dim", 256),
-                  rms_norm_eps=eps, full_every=4)
 
 
 def _lm_rows(base: Base, count: int, chunk: int = 16384):

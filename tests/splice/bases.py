@@ -190,8 +190,10 @@ def multimodal_config(text: Qwen3_5TextConfig, tied: bool, dtype: torch.dtype,
 
 
 @torch.no_grad()
-def fill_text_weights(model, generator: torch.Generator, hidden_size: int, tied: bool) -> None:
-    """Trained-like scales for every text parameter (the module docstring says which)."""
+def fill_text_weights(model, generator: torch.Generator, hidden_size: int, tied: bool,
+                      shared: float = 0.02) -> None:
+    """Trained-like scales for every text parameter (the module docstring says which);
+    `shared` is the std of the embedding rows' shared direction's entries."""
     def normal(shape, std, mean=0.0):
         return torch.randn(shape, generator=generator, dtype=torch.float32) * std + mean
 
@@ -200,7 +202,7 @@ def fill_text_weights(model, generator: torch.Generator, hidden_size: int, tied:
             continue
         shape = parameter.shape
         if name.endswith("embed_tokens.weight"):
-            value = normal(shape[1:], 0.02) + normal(shape, 0.08)
+            value = normal(shape[1:], shared) + normal(shape, 0.08)
         elif name == "lm_head.weight":
             value = normal(shape, 3.0 / math.sqrt(hidden_size))
         elif name.endswith("linear_attn.norm.weight"):
@@ -239,10 +241,13 @@ def write_processor_configs(directory: Path) -> None:
 
 def make_base(directory, shape: BaseShape = MIN_SHAPE, *, tied: bool = False,
               multimodal: bool = False, dtype: torch.dtype = torch.float32, seed: int = 0,
-              vocab_rows: int | None = None, max_shard_size: str | None = None) -> Path:
+              vocab_rows: int | None = None, max_shard_size: str | None = None,
+              shared: float = 0.02) -> Path:
     """Write a random-weight Qwen3.5 base checkpoint (tokenizer, configs, safetensors) into
     `directory` and return it.  The embedding has `vocab_rows` rows, by default the
-    tokenizer's size rounded up to a multiple of 64 (like Qwen's, a few rows unused)."""
+    tokenizer's size rounded up to a multiple of 64 (like Qwen's, a few rows unused); its rows
+    share a direction whose entries have std `shared` (0: isotropic, as transformers would
+    initialise them)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tokenizer = save_tokenizer(directory)
@@ -258,7 +263,8 @@ def make_base(directory, shape: BaseShape = MIN_SHAPE, *, tied: bool = False,
         write_processor_configs(directory)
     else:
         model = Qwen3_5ForCausalLM(text)
-    fill_text_weights(model, torch.Generator().manual_seed(seed), shape.hidden_size, tied)
+    fill_text_weights(model, torch.Generator().manual_seed(seed), shape.hidden_size, tied,
+                      shared)
     model = model.to(dtype).eval()
     model.generation_config = GenerationConfig(
         eos_token_id=[token_ids["<|im_end|>"], token_ids["<|endoftext|>"]],

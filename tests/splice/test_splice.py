@@ -63,7 +63,16 @@ def load(directory, multimodal: bool):
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     auto = AutoModelForImageTextToText if multimodal else AutoModelForCausalLM
-    return auto.from_pretrained(directory, dtype=torch.float32).eval()
+    model = auto.from_pretrained(directory, dtype=torch.float32).eval()
+    # Every tensor in memory torch allocates (64-byte aligned).  A float32 tensor otherwise
+    # stays where safetensors maps it, at its offset in the file, and on some CPUs (AVX2
+    # gemv) a one-token matmul sums in an order that depends on the weight's alignment: the
+    # base's layers, read from the base's file and from the spliced one, would then differ
+    # in the last bit when decoding token by token although every value is the same.
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.data = parameter.data.clone()
+    return model
 
 
 def base_tokens(base: Path) -> int:
