@@ -36,8 +36,8 @@ FLOAT = np.float32
 def matmul(matrix: Matrix, x: np.ndarray) -> np.ndarray:
     """matrix @ x for x [columns of matrix, n]."""
     out = np.empty((matrix.rows, x.shape[1]), dtype=FLOAT)
-    if matrix.dense is not None:
-        kernels.dense_matmul(matrix.dense, x, out)
+    if matrix.stored is not None:
+        kernels.dense_product(matrix.stored, x, out)
     else:
         kernels.csr_matmul(matrix.indptr, matrix.indices, matrix.data, x, out)
     return out
@@ -45,7 +45,7 @@ def matmul(matrix: Matrix, x: np.ndarray) -> np.ndarray:
 
 def matmul_add(matrix: Matrix, x: np.ndarray, residual: np.ndarray) -> None:
     """residual += matrix @ x (a sublayer's output into the residual stream)."""
-    if matrix.dense is not None:
+    if matrix.stored is not None:
         residual += matmul(matrix, x)
         return
     kernels.csr_matmul_add(matrix.indptr, matrix.indices, matrix.data, x, residual)
@@ -54,17 +54,18 @@ def matmul_add(matrix: Matrix, x: np.ndarray, residual: np.ndarray) -> None:
 def mlp_add(mlp: Mlp, x: np.ndarray, residual: np.ndarray) -> None:
     """residual += down(silu(gate(x)) * up(x)): one kernel when all three are sparse."""
     gate, up, down = mlp.gate, mlp.up, mlp.down_by_unit
-    if gate.dense is None and up.dense is None and down.dense is None:
+    if gate.stored is None and up.stored is None and down.stored is None:
         kernels.mlp_add(gate.indptr, gate.indices, gate.data, up.indptr, up.indices, up.data,
                         down.indptr, down.indices, down.data, x, residual)
         return
     hidden = matmul(gate, x)
     kernels.silu_rows(hidden)
     hidden *= matmul(up, x)
-    total = np.zeros_like(residual)
-    if down.dense is not None:
-        kernels.dense_scatter_add(down.dense, hidden, total)
+    if down.stored is not None:               # down_by_unit, its transpose multiplied
+        total = np.empty_like(residual)
+        kernels.dense_product(down.stored, hidden, total)
     else:
+        total = np.zeros_like(residual)
         kernels.csr_scatter_add(down.indptr, down.indices, down.data, hidden, total)
     residual += total
 
@@ -190,8 +191,8 @@ class SparseEngine:
 
     def _embed(self, tokens: np.ndarray) -> np.ndarray:
         embed = self.weights.embed
-        if embed.dense is not None:
-            return np.ascontiguousarray(embed.dense[tokens].T)
+        if embed.stored is not None:          # kept transposed: a column per token
+            return np.ascontiguousarray(embed.stored[:, tokens])
         x = np.zeros((embed.columns, tokens.shape[0]), dtype=FLOAT)
         for column, token in enumerate(tokens.tolist()):
             start, stop = embed.indptr[token], embed.indptr[token + 1]

@@ -27,6 +27,9 @@ from numba import njit
 FEW_COLUMNS = 2
 # Long sums of squares (norms) run in this many interleaved partial sums (`sum_of_squares`).
 LANES = 16
+# The running sums `dense_product` holds at once (a block of rows times the columns): 16 KB,
+# so they stay in the first-level cache beside the run of weights being read.
+DENSE_BLOCK_FLOATS = 4096
 
 
 @njit(cache=True, nogil=True)
@@ -57,26 +60,50 @@ def _csr_matvec(indptr, indices, data, x, out):
 
 
 @njit(cache=True, nogil=True)
-def dense_matmul(weight, x, out):
-    """out = weight @ x with the sums of `csr_matmul` (row by row, left to right), so a
-    column's result never depends on the other columns (a BLAS gemm's blocking would)."""
-    rows, inner = weight.shape
+def dense_product(operand, x, out):
+    """out = operand.T @ x for a dense `operand` [inner, rows] (`Matrix.stored`: a weight
+    kept transposed, or down_proj's transpose as it is): out[r, c] = sum over k of
+    operand[k, r] * x[k, c], k ascending from 0, the sums of `csr_matmul` and
+    `csr_scatter_add`, so a column's result never depends on the other columns (a BLAS
+    gemm's blocking would).  The running sums of a block of rows are held while the weights
+    advance along k, four k at a time (`_add_four_products`: one pass over the sums per four
+    terms, still added one after the other), each run of weights read once for every
+    column; the loops over rows are contiguous, so they run in vector registers."""
+    inner, rows = operand.shape
     columns = x.shape[1]
-    for row in range(rows):
-        if columns <= FEW_COLUMNS:
+    block = max(DENSE_BLOCK_FLOATS // max(columns, 1), 512)
+    sums = np.empty((columns, block), dtype=np.float32)
+    whole = inner - inner % 4
+    for start in range(0, rows, block):
+        stop = min(rows, start + block)
+        width = stop - start
+        sums[:, :width] = 0.0
+        for k in range(0, whole, 4):
             for column in range(columns):
-                total = np.float32(0.0)
-                for k in range(inner):
-                    total += weight[row, k] * x[k, column]
-                out[row, column] = total
-            continue
-        target = out[row]
-        target[:] = 0.0
-        for k in range(inner):
-            value = weight[row, k]
-            source = x[k]
+                _add_four_products(sums[column], operand[k, start:stop],
+                                   operand[k + 1, start:stop], operand[k + 2, start:stop],
+                                   operand[k + 3, start:stop], x[k, column], x[k + 1, column],
+                                   x[k + 2, column], x[k + 3, column], width)
+        for k in range(whole, inner):
             for column in range(columns):
-                target[column] += value * source[column]
+                _add_products(sums[column], operand[k, start:stop], x[k, column], width)
+        for r in range(width):
+            for column in range(columns):
+                out[start + r, column] = sums[column, r]
+
+
+@njit(cache=True, nogil=True)
+def _add_four_products(sums, w0, w1, w2, w3, v0, v1, v2, v3, count):
+    """sums[r] += w0[r] v0, then w1[r] v1, w2[r] v2, w3[r] v3: four terms in order."""
+    for r in range(count):
+        sums[r] = (((sums[r] + w0[r] * v0) + w1[r] * v1) + w2[r] * v2) + w3[r] * v3
+
+
+@njit(cache=True, nogil=True)
+def _add_products(sums, weights, value, count):
+    """sums[r] += weights[r] * value (a function of its own, so the loop vectorises)."""
+    for r in range(count):
+        sums[r] += weights[r] * value
 
 
 @njit(cache=True, nogil=True)
@@ -201,21 +228,6 @@ def csr_scatter_add(indptr, indices, data, x, out):
             target = out[indices[k]]
             for column in range(columns):
                 target[column] += weight * source[column]
-
-
-@njit(cache=True, nogil=True)
-def dense_scatter_add(weight, x, out):
-    """out[j, :] += weight[r, j] * x[r, :] over every r, j: weight's transpose times x, in
-    the order of `csr_scatter_add`."""
-    rows, inner = weight.shape
-    columns = x.shape[1]
-    for row in range(rows):
-        source = x[row]
-        for j in range(inner):
-            value = weight[row, j]
-            target = out[j]
-            for column in range(columns):
-                target[column] += value * source[column]
 
 
 @njit(cache=True, nogil=True)

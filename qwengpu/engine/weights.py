@@ -43,22 +43,31 @@ class CheckpointError(UserError):
 
 @dataclass
 class Matrix:
-    """A weight matrix [rows, columns]: CSR arrays, or `dense` when it is mostly nonzero."""
+    """A weight matrix [rows, columns]: CSR arrays, or dense when it is mostly nonzero.
+
+    A dense matrix is `stored` C-contiguous in the layout its products read
+    (`kernels.dense_product`: each weight row of the layout is a contiguous run the sums of
+    many rows advance along at once): transposed, [columns, rows], for `matrix @ x`; as it
+    is, [rows, columns], where `transposed_products` says the engine multiplies by the
+    matrix's transpose (`Mlp.down_by_unit`).  `dense` is the [rows, columns] view either way."""
 
     rows: int
     columns: int
     indptr: np.ndarray | None = None
     indices: np.ndarray | None = None
     data: np.ndarray | None = None
-    dense: np.ndarray | None = None
+    stored: np.ndarray | None = None
+    transposed_products: bool = False
 
     @classmethod
-    def of(cls, tensor: torch.Tensor) -> "Matrix":
+    def of(cls, tensor: torch.Tensor, transposed_products: bool = False) -> "Matrix":
         """Dense when more than DENSE_ABOVE of the weights are nonzero, else CSR."""
         tensor = tensor.to(torch.float32).contiguous()
         rows, columns = tensor.shape
         if int(torch.count_nonzero(tensor)) > DENSE_ABOVE * rows * columns:
-            return cls(rows, columns, dense=tensor.numpy().copy())
+            values = tensor.numpy()
+            stored = values.copy() if transposed_products else np.ascontiguousarray(values.T)
+            return cls(rows, columns, stored=stored, transposed_products=transposed_products)
         return cls.csr(tensor)
 
     @classmethod
@@ -74,14 +83,21 @@ class Matrix:
                    data=tensor[where[:, 0], where[:, 1]].numpy().copy())
 
     @property
+    def dense(self) -> np.ndarray | None:
+        """The dense values as [rows, columns] (a view of `stored`), or None for CSR."""
+        if self.stored is None:
+            return None
+        return self.stored if self.transposed_products else self.stored.T
+
+    @property
     def nonzeros(self) -> int:
-        return int(np.count_nonzero(self.dense)) if self.dense is not None \
+        return int(np.count_nonzero(self.stored)) if self.stored is not None \
             else int(self.data.shape[0])
 
     @property
     def nbytes(self) -> int:
-        if self.dense is not None:
-            return self.dense.nbytes
+        if self.stored is not None:
+            return self.stored.nbytes
         return self.indptr.nbytes + self.indices.nbytes + self.data.nbytes
 
 
@@ -360,7 +376,7 @@ def _read_mlp(tensors: _Tensors, config: dict, name: str, hidden: int) -> Mlp | 
     if units.numel() == 0:
         return None
     return Mlp(units.tolist(), Matrix.of(gate[units]), Matrix.of(up[units]),
-               Matrix.of(down[:, units].t()))
+               Matrix.of(down[:, units].t(), transposed_products=True))
 
 
 def _read_deltanet(tensors: _Tensors, config: dict, name: str, hidden: int

@@ -4,7 +4,10 @@
   included), checked on every float32 value around each threshold; elsewhere it is torch's
   silu to within a relative 1e-6 (a few ulp: torch's vectorised exp and libm's differ).
 - sparse and dense matrix products take the same sums in the same order whatever the number
-  of columns (one, two, many), so a column's result never depends on its neighbours.
+  of columns (one, two, many), so a column's result never depends on its neighbours, and a
+  dense product is the CSR product to the bit (`matrix @ x`, and `matrix.T @ x` for
+  down_proj's transpose, which the CSR side scatters); several row blocks, an inner size
+  that is not a multiple of four.
 - the fused MLP (gate, silu, up, down, skipping units whose silu is 0) and the RMSNorm
   agree with plain numpy and torch within float32 rounding; argmax breaks ties as torch does.
 """
@@ -75,6 +78,32 @@ def test_products_do_not_depend_on_the_other_columns(density):
         assert np.array_equal(matmul(matrix, np.ascontiguousarray(x[:, :count])),
                               alone[:, :count]), count
     np.testing.assert_allclose(alone, weight @ x, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("columns", [1, 3, 8, 40])
+def test_a_dense_product_takes_the_csr_sums(columns):
+    """700 rows (two blocks of `dense_product`), 43 inner (three left after the fours)."""
+    weight = random_sparse(700, 43, 0.9, 8)
+    dense, csr = Matrix.of(torch.from_numpy(weight)), Matrix.csr(torch.from_numpy(weight))
+    assert dense.stored is not None and np.array_equal(dense.dense, weight)
+    x = np.random.default_rng(9).standard_normal((43, columns)).astype(np.float32)
+    assert np.array_equal(matmul(dense, x), matmul(csr, x))
+
+
+@pytest.mark.parametrize("columns", [1, 5])
+def test_a_dense_transposed_product_takes_the_scatter_sums(columns):
+    """down_proj's transpose kept dense as it is (`transposed_products`, [units, dims]): its
+    transpose times x is `csr_scatter_add`'s to the bit."""
+    weight = random_sparse(45, 530, 0.9, 10)
+    dense = Matrix.of(torch.from_numpy(weight), transposed_products=True)
+    csr = Matrix.csr(torch.from_numpy(weight))
+    assert np.array_equal(dense.dense, weight)
+    x = np.random.default_rng(11).standard_normal((45, columns)).astype(np.float32)
+    want = np.zeros((530, columns), dtype=np.float32)
+    kernels.csr_scatter_add(csr.indptr, csr.indices, csr.data, x, want)
+    got = np.empty((530, columns), dtype=np.float32)
+    kernels.dense_product(dense.stored, x, got)
+    assert np.array_equal(got, want)
 
 
 @pytest.mark.parametrize("columns", [1, 2, 6])
