@@ -15,7 +15,8 @@ In one process, with the machine (CPU model, torch threads) named first:
 - a kernel (`--kernel`'s launch prompt) on the sparse engine: prefill seconds and decode
   tokens/s over `--new-tokens`, in the spliced checkpoint and in `--standalone` (the same
   machine compiled alone, `hdlc compile SPEC --target qwen3.5-2b`), the ids checked against
-  the interpreter's trace;
+  the interpreter's trace; then `--batch` copies of the prompt as one batch (tokens/s over
+  all rows, and its ratio to one row);
 - stock transformers `generate()` on `--stock-kernel`'s prompt: prefill seconds and decode
   tokens/s over `--stock-tokens`, spliced and standalone, the ids checked the same way.
 
@@ -147,8 +148,9 @@ def kernel_prompt(directory: Path, kernel: str):
     return build_prompt(launch, protocol, machine), trace
 
 
-def time_sparse(directory: Path, kernel: str, new_tokens: int) -> tuple:
-    """(load s, prompt tokens, prefill s, decode tokens/s, ids as the interpreter's, peak)."""
+def time_sparse(directory: Path, kernel: str, new_tokens: int, rows: int = 1) -> tuple:
+    """(load s, prompt tokens, prefill s, decode tokens/s over all `rows`, ids as the
+    interpreter's in every row, peak): `rows` copies of the prompt as one batch."""
     from qwengpu.runtime.model_backend import load_checkpoint
 
     reset_peak()
@@ -157,18 +159,19 @@ def time_sparse(directory: Path, kernel: str, new_tokens: int) -> tuple:
     load = time.perf_counter() - started
     prompt, trace = kernel_prompt(directory, kernel)
     engine.generate([prompt[:8]], 2, eos_id=0)          # compile the kernels (cached on disk)
-    session = engine.session([prompt], eos_id=None)
+    session = engine.session([prompt] * rows, eos_id=None)
     inner = getattr(session, "session", session)        # a spliced engine wraps the session
-    written: list[int] = []
+    written: list[list[int]] = [[] for _ in range(rows)]
     started = time.perf_counter()
     for step in session:
-        written.append(step[0][1])
-        if len(written) >= new_tokens:
-            session.end(0)
+        for row, token in step:
+            written[row].append(token)
+            if len(written[row]) >= new_tokens:
+                session.end(row)
     decode = time.perf_counter() - started - inner.prefill_seconds
-    rate = (len(written) - 1) / decode
-    result = (load, len(prompt), inner.prefill_seconds, rate, written == trace[:len(written)],
-              peak_gb())
+    rate = sum(len(ids) - 1 for ids in written) / decode
+    same = all(ids == trace[:len(ids)] for ids in written)
+    result = (load, len(prompt), inner.prefill_seconds, rate, same, peak_gb())
     del engine, session, inner
     gc.collect()
     return result
@@ -247,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stock-tokens", type=int, default=8,
                         help="tokens stock transformers writes (default 8: it is slow)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--batch", type=int, default=8,
+                        help="rows of the sparse engine's batched run (default 8; 1: none)")
     args = parser.parse_args(argv)
     from qwengpu.commands.check import parse_overrides
     params = parse_overrides(args.param, parser)
@@ -277,6 +282,14 @@ def main(argv: list[str] | None = None) -> int:
         runs = [(name, time_sparse(path, args.kernel, args.new_tokens))
                 for name, path in checkpoints]
         print_runs("sparse engine", args.kernel, args.new_tokens, runs)
+        if args.batch > 1:
+            batched = [(name, time_sparse(path, args.kernel, args.new_tokens, args.batch))
+                       for name, path in checkpoints]
+            print_runs(f"sparse engine, {args.batch} rows in one batch (tokens/s over all "
+                       "rows)", args.kernel, args.new_tokens, batched)
+            for (name, one), (_, many) in zip(runs, batched):
+                print(f"  {name}: batch {args.batch} / batch 1 tokens/s: {many[3] / one[3]:.2f}")
+            runs += batched
         stock = [(name, time_stock(path, args.stock_kernel, args.stock_tokens))
                  for name, path in checkpoints]
         print_runs("stock transformers", args.stock_kernel, args.stock_tokens, stock)

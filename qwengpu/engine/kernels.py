@@ -66,7 +66,7 @@ def dense_product(operand, x, out):
     operand[k, r] * x[k, c], k ascending from 0, the sums of `csr_matmul` and
     `csr_scatter_add`, so a column's result never depends on the other columns (a BLAS
     gemm's blocking would).  The running sums of a block of rows are held while the weights
-    advance along k, four k at a time (`_add_four_products`: one pass over the sums per four
+    advance along k, four k at a time (`_add_four_terms`: one pass over the sums per four
     terms, still added one after the other), each run of weights read once for every
     column; the loops over rows are contiguous, so they run in vector registers."""
     inner, rows = operand.shape
@@ -76,34 +76,38 @@ def dense_product(operand, x, out):
     whole = inner - inner % 4
     for start in range(0, rows, block):
         stop = min(rows, start + block)
-        width = stop - start
-        sums[:, :width] = 0.0
+        sums[:, :stop - start] = 0.0
         for k in range(0, whole, 4):
-            for column in range(columns):
-                _add_four_products(sums[column], operand[k, start:stop],
-                                   operand[k + 1, start:stop], operand[k + 2, start:stop],
-                                   operand[k + 3, start:stop], x[k, column], x[k + 1, column],
-                                   x[k + 2, column], x[k + 3, column], width)
+            _add_four_terms(sums, operand, k, start, stop, x)
         for k in range(whole, inner):
-            for column in range(columns):
-                _add_products(sums[column], operand[k, start:stop], x[k, column], width)
-        for r in range(width):
+            _add_one_term(sums, operand, k, start, stop, x)
+        for r in range(stop - start):
             for column in range(columns):
                 out[start + r, column] = sums[column, r]
 
 
 @njit(cache=True, nogil=True)
-def _add_four_products(sums, w0, w1, w2, w3, v0, v1, v2, v3, count):
-    """sums[r] += w0[r] v0, then w1[r] v1, w2[r] v2, w3[r] v3: four terms in order."""
-    for r in range(count):
-        sums[r] = (((sums[r] + w0[r] * v0) + w1[r] * v1) + w2[r] * v2) + w3[r] * v3
+def _add_four_terms(sums, operand, k, start, stop, x):
+    """sums[c, r] += operand[k, start + r] x[k, c], then the terms of k + 1, k + 2, k + 3,
+    in order, for every column c."""
+    w0, w1 = operand[k, start:stop], operand[k + 1, start:stop]
+    w2, w3 = operand[k + 2, start:stop], operand[k + 3, start:stop]
+    for column in range(x.shape[1]):
+        v0, v1, v2, v3 = x[k, column], x[k + 1, column], x[k + 2, column], x[k + 3, column]
+        target = sums[column]
+        for r in range(stop - start):
+            target[r] = (((target[r] + w0[r] * v0) + w1[r] * v1) + w2[r] * v2) + w3[r] * v3
 
 
 @njit(cache=True, nogil=True)
-def _add_products(sums, weights, value, count):
-    """sums[r] += weights[r] * value (a function of its own, so the loop vectorises)."""
-    for r in range(count):
-        sums[r] += weights[r] * value
+def _add_one_term(sums, operand, k, start, stop, x):
+    """sums[c, r] += operand[k, start + r] x[k, c] for every column c."""
+    weights = operand[k, start:stop]
+    for column in range(x.shape[1]):
+        value = x[k, column]
+        target = sums[column]
+        for r in range(stop - start):
+            target[r] += weights[r] * value
 
 
 @njit(cache=True, nogil=True)

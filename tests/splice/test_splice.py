@@ -164,6 +164,30 @@ def test_the_tokenizer_is_the_base_s_and_more(spliced):
     assert "text gate: margin" in report and "machine margin" in report
 
 
+def test_the_base_s_tensors_keep_their_dtype(spliced):
+    """The compiled layers, the embedding and lm_head float32; every other tensor in the
+    base's own dtype (a bf16 base's layers stay bf16); the config loads it as float32."""
+    from safetensors import safe_open
+
+    base_dir, out, options = spliced
+    base_dtype = {torch.float32: "F32", torch.bfloat16: "BF16"}[options.get("dtype",
+                                                                          torch.float32)]
+    seen = set()
+    for file in sorted(out.glob("*.safetensors")):
+        with safe_open(str(file), framework="pt") as handle:
+            for name in handle.keys():
+                dtype = handle.get_slice(name).get_dtype()
+                layer = name.split("layers.")[1].split(".")[0] if ".layers." in name and \
+                    "visual" not in name else None
+                compiled = layer is not None and int(layer) < 45
+                table = name.endswith(("embed_tokens.weight", "lm_head.weight"))
+                assert dtype == ("F32" if compiled or table else base_dtype), (name, dtype)
+                seen.add("compiled" if compiled else "table" if table else "base")
+    assert seen == {"compiled", "table", "base"}
+    config = json.loads((out / "config.json").read_text())
+    assert config["dtype"] == "float32"
+
+
 @pytest.mark.parametrize("engine", ["sparse", pytest.param("transformers",
                                                            marks=pytest.mark.slow),
                                     pytest.param("llama.cpp", marks=pytest.mark.slow)])
