@@ -15,8 +15,8 @@ In one process, with the machine (CPU model, torch threads) named first:
 - a kernel (`--kernel`'s launch prompt) on the sparse engine: prefill seconds and decode
   tokens/s over `--new-tokens`, in the spliced checkpoint and in `--standalone` (the same
   machine compiled alone, `hdlc compile SPEC --target qwen3.5-2b`), the ids checked against
-  the interpreter's trace; then `--batch` copies of the prompt as one batch (tokens/s over
-  all rows, and its ratio to one row);
+  the interpreter's trace; then `--batch` copies of the prompt as one batch, on one thread
+  and on `--engine-threads` (tokens/s over all rows, and the ratio to one row);
 - stock transformers `generate()` on `--stock-kernel`'s prompt: prefill seconds and decode
   tokens/s over `--stock-tokens`, spliced and standalone, the ids checked the same way.
 
@@ -148,9 +148,11 @@ def kernel_prompt(directory: Path, kernel: str):
     return build_prompt(launch, protocol, machine), trace
 
 
-def time_sparse(directory: Path, kernel: str, new_tokens: int, rows: int = 1) -> tuple:
+def time_sparse(directory: Path, kernel: str, new_tokens: int, rows: int = 1,
+                threads: int = 1) -> tuple:
     """(load s, prompt tokens, prefill s, decode tokens/s over all `rows`, ids as the
-    interpreter's in every row, peak): `rows` copies of the prompt as one batch."""
+    interpreter's in every row, peak): `rows` copies of the prompt as one batch, its rows
+    shared out over `threads`."""
     from qwengpu.runtime.model_backend import load_checkpoint
 
     reset_peak()
@@ -159,7 +161,7 @@ def time_sparse(directory: Path, kernel: str, new_tokens: int, rows: int = 1) ->
     load = time.perf_counter() - started
     prompt, trace = kernel_prompt(directory, kernel)
     engine.generate([prompt[:8]], 2, eos_id=0)          # compile the kernels (cached on disk)
-    session = engine.session([prompt] * rows, eos_id=None)
+    session = engine.session([prompt] * rows, eos_id=None, threads=threads)
     inner = getattr(session, "session", session)        # a spliced engine wraps the session
     written: list[list[int]] = [[] for _ in range(rows)]
     started = time.perf_counter()
@@ -252,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--batch", type=int, default=8,
                         help="rows of the sparse engine's batched run (default 8; 1: none)")
+    parser.add_argument("--engine-threads", type=int, default=2,
+                        help="threads of the batched run besides one (default 2, as hdlc "
+                             "run's --threads)")
     args = parser.parse_args(argv)
     from qwengpu.commands.check import parse_overrides
     params = parse_overrides(args.param, parser)
@@ -282,13 +287,16 @@ def main(argv: list[str] | None = None) -> int:
         runs = [(name, time_sparse(path, args.kernel, args.new_tokens))
                 for name, path in checkpoints]
         print_runs("sparse engine", args.kernel, args.new_tokens, runs)
-        if args.batch > 1:
-            batched = [(name, time_sparse(path, args.kernel, args.new_tokens, args.batch))
+        for threads in sorted({1, args.engine_threads}) if args.batch > 1 else ():
+            batched = [(name, time_sparse(path, args.kernel, args.new_tokens, args.batch,
+                                          threads))
                        for name, path in checkpoints]
-            print_runs(f"sparse engine, {args.batch} rows in one batch (tokens/s over all "
-                       "rows)", args.kernel, args.new_tokens, batched)
+            print_runs(f"sparse engine, {args.batch} rows in one batch on {threads} "
+                       "thread(s) (tokens/s over all rows)", args.kernel, args.new_tokens,
+                       batched)
             for (name, one), (_, many) in zip(runs, batched):
-                print(f"  {name}: batch {args.batch} / batch 1 tokens/s: {many[3] / one[3]:.2f}")
+                print(f"  {name}: batch {args.batch} on {threads} thread(s) / batch 1: "
+                      f"{many[3] / one[3]:.2f} times the tokens/s")
             runs += batched
         stock = [(name, time_stock(path, args.stock_kernel, args.stock_tokens))
                  for name, path in checkpoints]

@@ -80,30 +80,31 @@ def program_margin(rows: torch.Tensor, free: int) -> float:
     return gate.margin
 
 
-def smallest_splicing(tokens, hidden, free, outliers, margin_of, threshold) -> tuple:
-    """Bisect GRID (decreasing) for the smallest `shared` whose margin is above
+def smallest_splicing(tokens, hidden, free, outliers, margin_of, threshold,
+                      grid=GRID) -> tuple:
+    """Bisect `grid` (decreasing) for the smallest `shared` whose margin is above
     `threshold`; returns (shared or None, {shared: margin} measured)."""
     seen = {}
 
     def splices(index):
-        shared = GRID[index]
+        shared = grid[index]
         if shared not in seen:
             seen[shared] = margin_of(standin_embeddings(tokens, hidden, shared,
                                                         outliers=outliers), free)
         return seen[shared] > threshold
 
-    low, high = 0, len(GRID) - 1          # GRID[low] is assumed to splice
+    low, high = 0, len(grid) - 1          # grid[low] is assumed to splice
     if not splices(low):
         return None, seen
     if splices(high):
-        return GRID[high], seen
+        return grid[high], seen
     while high - low > 1:
         middle = (low + high) // 2
         if splices(middle):
             low = middle
         else:
             high = middle
-    return GRID[low], seen
+    return grid[low], seen
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,10 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     for tokens in args.tokens:
         for outliers in (False, True):
             start = time.perf_counter()
-            before, ascent = smallest_splicing(tokens, args.hidden, args.free, outliers,
-                                               ascent_margin, 0.0)
             now, program = smallest_splicing(tokens, args.hidden, args.free, outliers,
                                              program_margin, text_gate.MIN_MARGIN)
+            # Where the program finds no margin the ascent cannot either: the ascent's
+            # frontier is searched from the program's up.
+            above = [shared for shared in GRID if now is None or shared >= now]
+            before, ascent = smallest_splicing(tokens, args.hidden, args.free, outliers,
+                                               ascent_margin, 0.0, above)
             measured = ", ".join(
                 f"{shared:g}: {ascent.get(shared, float('nan')):.3g} / "
                 f"{program.get(shared, float('nan')):.3g}"
