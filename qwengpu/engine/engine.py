@@ -37,6 +37,8 @@ def matmul(matrix: Matrix, x: np.ndarray) -> np.ndarray:
     """matrix @ x for x [columns of matrix, n]."""
     out = np.empty((matrix.rows, x.shape[1]), dtype=FLOAT)
     if matrix.stored is not None:
+        if matrix.transposed_products:
+            raise ValueError("a matrix kept for products with its transpose (down_by_unit)")
         kernels.dense_product(matrix.stored, x, out)
     else:
         kernels.csr_matmul(matrix.indptr, matrix.indices, matrix.data, x, out)

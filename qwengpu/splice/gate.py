@@ -166,9 +166,9 @@ def find_text_gate(text_rows: torch.Tensor, free: int, eps: float) -> TextGate:
         count *= 2
     exact, proof = _widest_on(text_rows, free, eps)
     tried.append(exact)
-    if exact.margin <= MIN_MARGIN:
-        raise UserError(refusal(text_rows, free, eps, tried, proof))
     best = max(tried, key=lambda found: found.margin)
+    if best.margin <= MIN_MARGIN:
+        raise UserError(refusal(text_rows, free, eps, tried, proof))
     count = free // 2
     while best.margin >= GOOD_MARGIN and count >= 1:
         fewer, _ = _widest_on(text_rows, count, eps)
