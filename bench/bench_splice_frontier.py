@@ -60,24 +60,14 @@ def standin_embeddings(tokens: int, hidden: int, shared: float, *, outliers: boo
 
 
 def ascent_margin(rows: torch.Tensor, free: int) -> float:
-    """The best margin of the ascent alone on 1, 2, 4, ... of `free` dims (the gate before
-    the linear program), stopping where it reaches GOOD_MARGIN as splice did."""
-    best, count = float("-inf"), 1
-    while True:
-        count = min(count, free)
-        dims = text_gate.choose_gate_dims(rows, count, EPS)
-        margin = text_gate.separating_direction(rows, dims, EPS).margin
-        best = max(best, margin)
-        if margin >= text_gate.GOOD_MARGIN or count == free:
-            return best
-        count *= 2
+    """The best margin of the ascent alone (the gate before the linear program)."""
+    ranked = text_gate.RankedDims(rows, free, EPS)
+    return max(gate.margin for gate in text_gate.ascent_ladder(ranked))
 
 
 def program_margin(rows: torch.Tensor, free: int) -> float:
     """The linear program's margin on all `free` dims (0 where no gate exists)."""
-    dims = text_gate.choose_gate_dims(rows, free, EPS)
-    gate, _ = text_gate.widest_direction(text_gate.normalised(rows, EPS, dims))
-    return gate.margin
+    return text_gate.widest_gate(text_gate.RankedDims(rows, free, EPS), free)[0].margin
 
 
 def smallest_splicing(tokens, hidden, free, outliers, margin_of, threshold,

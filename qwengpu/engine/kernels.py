@@ -27,8 +27,9 @@ from numba import njit
 FEW_COLUMNS = 2
 # Long sums of squares (norms) run in this many interleaved partial sums (`sum_of_squares`).
 LANES = 16
-# The running sums `dense_product` holds at once (a block of rows times the columns): 16 KB,
-# so they stay in the first-level cache beside the run of weights being read.
+# The running sums `dense_product` holds at once (a block of rows times the columns): 16 KB
+# for up to 8 columns, in the first-level cache beside the weights being read; a block keeps
+# at least 512 rows, so that with many columns each pass over a row run stays long.
 DENSE_BLOCK_FLOATS = 4096
 
 

@@ -38,7 +38,6 @@ class BaseCheck:
     base: Base
     target: Target | None = None       # the shape the machine is compiled for
     lines: list[str] = field(default_factory=list)
-    figures: dict = field(default_factory=dict)
     planned: object = None             # the compile up to its schedule
     base_tokens: int = 0               # ids below this are the base's text tokens
     placement: Placement | None = None
@@ -116,7 +115,6 @@ def check_base(spec: str, base_dir: str | Path, *, params: dict[str, int] | None
                                 progress=say)
         used = check.planned.schedule.dims
         free = hidden - used
-        check.figures.update(machine_dims=used, hidden=hidden, free_dims=free)
         check.lines.append(f"residual: the machine uses {used} of {hidden} dims; {free} are "
                            "left for the text gate")
         if free <= 0:
@@ -133,14 +131,11 @@ def check_base(spec: str, base_dir: str | Path, *, params: dict[str, int] | None
                            f"{place.offset + place.count - 1} ({place.vocab_size} rows)")
 
         say(f"gate: {check.base_tokens} text tokens on {free} free dims")
-        check.figures["text_tokens"] = check.base_tokens
         text_rows = base.tensor(base.embedding_name)[:check.base_tokens].float()
         check.gate = gate = find_text_gate(text_rows, free, check.target.rms_norm_eps)
     except UserError as error:
         check.error = error
         return check
-    check.figures.update(gate_margin=gate.margin, gate_dims=len(gate.dims),
-                         gate_method=gate.method)
     check.lines.append(f"text gate: margin {gate.margin:.4g} on {len(gate.dims)} of the {free} "
                        f"free dims (min over {gate.tokens} text tokens of -u.n(e), found by "
                        f"the {gate.method}); no text token on the wrong side")

@@ -16,10 +16,11 @@ gate row changes nothing on machine tokens and drives the gate to at most `-GATE
 text when `s >= (GATE_FLOOR + |row| sqrt(hidden)) / margin` (`|n(x)| <= sqrt(hidden)` for the
 compiled layers' unit norm weights).
 
-`choose_gate_dims` picks, among the base's dims, those on which the normalised embeddings
-have the most consistent sign; on them `separating_direction` tries a fast ascent (the mean
-direction, then a smoothed max-margin ascent) and, where that falls short, `widest_direction`
-solves the max-margin problem exactly as a linear program (HiGHS, through scipy).
+`rank_gate_dims` ranks the base's dims by how consistently the normalised embeddings keep
+one sign there (`RankedDims` keeps the best and the rows on them, computed once); on the best
+`separating_direction` tries a fast ascent (the mean direction, then a smoothed max-margin
+ascent) and, where that falls short, `widest_direction` solves the max-margin problem
+exactly as a linear program (HiGHS, through scipy).
 `find_text_gate` uses as few dims as give a good margin, since each gated unit carries a
 weight per gate dim.  When even the linear program finds no margin, its dual is a proof that
 none exists: a convex combination of text tokens' normalised embeddings that is (within
@@ -79,9 +80,9 @@ def normalised(rows: torch.Tensor, eps: float, dims: list[int] | None = None) ->
     return torch.cat(pieces)
 
 
-def choose_gate_dims(text_rows: torch.Tensor, count: int, eps: float) -> list[int]:
-    """The `count` base dims where the normalised text embeddings keep one sign the best
-    (|mean| / std largest), in increasing order."""
+def rank_gate_dims(text_rows: torch.Tensor, eps: float) -> list[int]:
+    """The base's dims, best first for the gate: those where the normalised text embeddings
+    keep one sign the best (|mean| / std largest)."""
     total = squares = None
     for start in range(0, len(text_rows), CHUNK_ROWS):
         chunk = normalised(text_rows[start:start + CHUNK_ROWS], eps)
@@ -90,13 +91,32 @@ def choose_gate_dims(text_rows: torch.Tensor, count: int, eps: float) -> list[in
     mean = total / len(text_rows)
     std = (squares / len(text_rows) - mean.pow(2)).clamp(min=0).sqrt()
     score = mean.abs() / (std + 1e-12)
-    return sorted(torch.argsort(score, descending=True)[:count].tolist())
+    return torch.argsort(score, descending=True).tolist()
 
 
-def separating_direction(text_rows: torch.Tensor, dims: list[int], eps: float) -> TextGate:
-    """A unit `u` on `dims` with `u . n(e_t) < 0` for every text row, margin as large as a
-    short ascent finds (the caller judges the margin)."""
-    values = normalised(text_rows, eps, dims)
+class RankedDims:
+    """The `free` best gate dims (`rank_gate_dims`) and the text rows normalised on them,
+    each computed once for every count of dims the gate tries (a 248k vocabulary's rows are
+    2 GB: normalising them for each count was most of the gate's time)."""
+
+    def __init__(self, text_rows: torch.Tensor, free: int, eps: float):
+        self.ranked = rank_gate_dims(text_rows, eps)[:free]
+        self.values = normalised(text_rows, eps, self.ranked)
+        self.column = {dim: index for index, dim in enumerate(self.ranked)}
+
+    def best(self, count: int) -> list[int]:
+        """The `count` best dims, in increasing order."""
+        return sorted(self.ranked[:count])
+
+    def on(self, dims: list[int]) -> torch.Tensor:
+        """The normalised text rows on `dims` (of the ranked ones), in that order."""
+        return self.values[:, [self.column[dim] for dim in dims]]
+
+
+def separating_direction(values: torch.Tensor, dims: list[int]) -> TextGate:
+    """A unit `u` on `dims` with `u . n(e_t) < 0` for every text row (`values`: the rows
+    normalised, on `dims`), margin as large as a short ascent finds (the caller judges the
+    margin)."""
     direction = -values.mean(0)
     if float(direction.norm()) == 0.0:
         direction = -values[0]
@@ -148,52 +168,58 @@ def widest_direction(values: torch.Tensor) -> tuple[TextGate, NoGateProof | None
 
 
 def find_text_gate(text_rows: torch.Tensor, free: int, eps: float) -> TextGate:
-    """The text gate on as few dims as give a margin of GOOD_MARGIN, else the widest.  The
-    ascent tries 1, 2, 4, ... of the `free` dims (every gated unit costs a weight per gate
-    dim); where it never reaches GOOD_MARGIN, the linear program on all `free` dims gives the
-    widest margin there is, and on halving counts of dims as long as they still give
-    GOOD_MARGIN.  `UserError` when no margin above MIN_MARGIN exists."""
-    tried = []
-    count = 1
-    while True:
-        count = min(count, free)
-        tried.append(separating_direction(text_rows, choose_gate_dims(text_rows, count, eps),
-                                          eps))
-        if tried[-1].margin >= GOOD_MARGIN:
-            return tried[-1]
-        if count == free:
-            break
-        count *= 2
-    exact, proof = _widest_on(text_rows, free, eps)
+    """The text gate on as few dims as give a margin of GOOD_MARGIN, else the widest: the
+    ascent's ladder (`ascent_ladder`); where it never reaches GOOD_MARGIN, the linear program
+    on all `free` dims (the widest margin there is), then on halving counts of dims as long
+    as they still give GOOD_MARGIN.  `UserError` when no margin above MIN_MARGIN exists."""
+    ranked = RankedDims(text_rows, free, eps)
+    tried = ascent_ladder(ranked)
+    if tried[-1].margin >= GOOD_MARGIN:
+        return tried[-1]
+    exact, proof = widest_gate(ranked, free)
     tried.append(exact)
     best = max(tried, key=lambda found: found.margin)
     if best.margin <= MIN_MARGIN:
-        raise UserError(refusal(text_rows, free, eps, tried, proof))
+        raise UserError(refusal(ranked, tried, proof))
     count = free // 2
     while best.margin >= GOOD_MARGIN and count >= 1:
-        fewer, _ = _widest_on(text_rows, count, eps)
+        fewer, _ = widest_gate(ranked, count)
         if fewer.margin < GOOD_MARGIN:
             break
         best, count = fewer, count // 2
     return best
 
 
-def _widest_on(text_rows: torch.Tensor, count: int, eps: float):
-    dims = choose_gate_dims(text_rows, count, eps)
-    gate, proof = widest_direction(normalised(text_rows, eps, dims))
+def ascent_ladder(ranked: RankedDims) -> list[TextGate]:
+    """The ascent on 1, 2, 4, ... of the ranked dims (every gated unit costs a weight per gate
+    dim), up to the first that reaches GOOD_MARGIN or all of them: the gates tried, in order."""
+    tried, count, free = [], 1, len(ranked.ranked)
+    while True:
+        count = min(count, free)
+        dims = ranked.best(count)
+        tried.append(separating_direction(ranked.on(dims), dims))
+        if tried[-1].margin >= GOOD_MARGIN or count == free:
+            return tried
+        count *= 2
+
+
+def widest_gate(ranked: RankedDims, count: int) -> tuple[TextGate, NoGateProof | None]:
+    """`widest_direction` on the `count` best ranked dims."""
+    dims = ranked.best(count)
+    gate, proof = widest_direction(ranked.on(dims))
     gate.dims = dims
     return gate, proof
 
 
-def refusal(text_rows: torch.Tensor, free: int, eps: float, tried: list[TextGate],
-            proof: NoGateProof | None) -> str:
+def refusal(ranked: RankedDims, tried: list[TextGate], proof: NoGateProof | None) -> str:
     """Why the base's text cannot be gated off: how many tokens the best direction tried
     leaves on the wrong side, and the proof that none does better (or the widest margin)."""
-    wrong = min(int(((normalised(text_rows, eps, gate.dims) @ gate.direction) >= 0).sum())
+    wrong = min(int(((ranked.on(gate.dims) @ gate.direction) >= 0).sum())
                 for gate in tried[-2:])       # the ascent and the program on all free dims
     widest = max(gate.margin for gate in tried)
+    tokens, free = ranked.values.shape
     if proof is not None and proof.residual <= 1e-9:
-        why = (f"no hyperplane has all {len(text_rows)} text tokens on one side ({wrong} on "
+        why = (f"no hyperplane has all {tokens} text tokens on one side ({wrong} on "
                f"the wrong side of the best found): {proof.tokens} of them have normalised "
                f"embeddings with a convex combination within {proof.residual:.2g} of zero, "
                "so every direction's margin is at most that")

@@ -79,8 +79,8 @@ def test_no_gate_is_refused_with_a_proof(shared):
            f"{TOKENS} text tokens on one side" in message
     assert "convex combination within" in message and "The weakest condition" in message
 
-    dims = text_gate.choose_gate_dims(rows, FREE, EPS)
-    _, proof = text_gate.widest_direction(text_gate.normalised(rows, EPS, dims))
+    gate, proof = text_gate.widest_gate(text_gate.RankedDims(rows, FREE, EPS), FREE)
+    dims = gate.dims
     weights = proof.weights.numpy()
     assert weights.min() >= 0 and abs(weights.sum() - 1) < 1e-12
     assert proof.tokens <= FREE + 1          # Caratheodory: at most dims + 1 points
