@@ -26,6 +26,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from qwengpu.engine import kernels
+from qwengpu.engine.fused import FusedLayers, fusable
 from qwengpu.engine.weights import AttentionMixer, DeltaNetMixer, Matrix, Mlp, Weights, \
     read_weights, rotary_tables
 
@@ -95,6 +96,7 @@ class State:
                 self.keys[index] = np.zeros(shape, dtype=FLOAT)
                 self.values[index] = np.zeros(shape, dtype=FLOAT)
                 self.lengths[index] = np.zeros(rows, dtype=np.int64)
+        self.fused_lists = None               # the state as `FusedLayers` reads it
 
     def reserve(self, length: int) -> None:
         """Room in every attention cache for `length` tokens a row."""
@@ -111,13 +113,15 @@ class State:
 class SparseEngine:
     """A compiled checkpoint's decoder, run from its own tensors (see the module doc)."""
 
-    def __init__(self, weights: Weights):
+    def __init__(self, weights: Weights, fuse: bool = True):
         self.weights = weights
+        # every layer in one compiled call where the checkpoint allows (engine/fused.py)
+        self.fused = FusedLayers(weights) if fuse and fusable(weights) else None
         self._cos = self._sin = np.zeros((0, max(weights.rotary_dims, 2)), dtype=FLOAT)
 
     @classmethod
-    def load(cls, directory: str | Path) -> "SparseEngine":
-        return cls(read_weights(directory))
+    def load(cls, directory: str | Path, fuse: bool = True) -> "SparseEngine":
+        return cls(read_weights(directory), fuse)
 
     def new_state(self, rows: int) -> State:
         return State(self.weights, rows)
@@ -150,9 +154,30 @@ class SparseEngine:
             positions[column] = state.positions[slot]
             state.positions[slot] += 1
         x = self._embed(tokens)
-        normed = np.empty_like(x)
         if state.keys:
             state.reserve(int(state.positions.max()))
+        if self.fused is not None:
+            if state.fused_lists is None:
+                state.fused_lists = self.fused.state_lists(state.conv, state.memory)
+            self.fused.run(x, slots, FLOAT(weights.eps), state.fused_lists)
+        else:
+            self._layers(state, x, slots, positions)
+        chosen = np.ascontiguousarray(x[:, np.asarray(wanted, dtype=np.int64)])
+        final = np.empty_like(chosen)
+        kernels.rms_norm(chosen, weights.final_scale, FLOAT(weights.eps), final)
+        scores = matmul(weights.lm_head, final)
+        if logits:
+            return scores
+        ids = np.empty(chosen.shape[1], dtype=np.int64)
+        kernels.argmax_columns(scores, ids)
+        return ids
+
+    def _layers(self, state: State, x: np.ndarray, slots: np.ndarray,
+                positions: np.ndarray) -> None:
+        """Every layer on x ([hidden, columns], updated in place), kernel by kernel."""
+        weights = self.weights
+        columns = x.shape[1]
+        normed = np.empty_like(x)
         for index, layer in enumerate(weights.layers):
             mixer, mlp = layer.mixer, layer.mlp
             if mixer is not None:
@@ -181,15 +206,6 @@ class SparseEngine:
             if mlp is not None:
                 kernels.rms_norm(x, layer.post_scale, FLOAT(weights.eps), normed)
                 mlp_add(mlp, normed, x)
-        chosen = np.ascontiguousarray(x[:, np.asarray(wanted, dtype=np.int64)])
-        final = np.empty_like(chosen)
-        kernels.rms_norm(chosen, weights.final_scale, FLOAT(weights.eps), final)
-        scores = matmul(weights.lm_head, final)
-        if logits:
-            return scores
-        ids = np.empty(chosen.shape[1], dtype=np.int64)
-        kernels.argmax_columns(scores, ids)
-        return ids
 
     def _embed(self, tokens: np.ndarray) -> np.ndarray:
         embed = self.weights.embed
