@@ -4,7 +4,8 @@
 
 The handlers of every supported opcode live in `select_integer`, `select_wide`,
 `select_memory` (with `select_local` for the .local space), `select_threads`, `select_extended`
-(with `select_divide64`) and `select_bytes` (prmt, dp4a/dp2a); importing them here registers them with
+(with `select_divide64`), `select_bytes` (prmt, dp4a/dp2a) and `select_float` (the `.f32`
+instructions that are integer operations on the bits); importing them here registers them with
 `qwengpu.ptx.selector.handles`, and `Selector` (qwengpu/ptx/selector.py) runs them.
 """
 
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 from qwengpu.isa import LANES
 from qwengpu.ptx import ir
-from qwengpu.ptx import (select_bytes, select_extended, select_integer,  # noqa: F401
-                         select_local, select_memory, select_threads, select_wide)
+from qwengpu.ptx import (select_bytes, select_extended, select_float,  # noqa: F401
+                         select_integer, select_local, select_memory, select_threads,
+                         select_wide)
 from qwengpu.ptx.geometry import Geometry
 from qwengpu.ptx.selector import Selector
 from qwengpu.ptx.vcode import VInstr, VLabel

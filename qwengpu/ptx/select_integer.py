@@ -8,10 +8,12 @@ through `select_wide`.  The lowering of each opcode is listed in docs/ptx.md.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from qwengpu.isa import MASK32, Cmp, Op
 from qwengpu.ptx import ir, select_wide as wide
 from qwengpu.ptx.selector import Selector, handles, mask, operand_b
-from qwengpu.ptx.vcode import Source
+from qwengpu.ptx.vcode import Source, VPred
 
 SIGNED_COMPARISONS = {"eq": Cmp.EQ, "ne": Cmp.NE, "lt": Cmp.LT, "le": Cmp.LE, "gt": Cmp.GT,
                       "ge": Cmp.GE, "lo": Cmp.LO, "ls": Cmp.LS, "hi": Cmp.HI, "hs": Cmp.HS}
@@ -313,11 +315,26 @@ def lower_setp(sel: Selector, ins: ir.Instruction):
     type_name = sel.type_of(ins)
     if type_name == "pred":
         raise sel.unsupported(ins, "comparing predicates")
-    operands = sel.operands(ins, 4 if boolean else 3)
-    destination, a, b = operands[:3]
+    a, b = sel.operands(ins, 4 if boolean else 3)[1:3]
     signed = ir.is_signed(type_name)
     cmp = (SIGNED_COMPARISONS if signed else UNSIGNED_COMPARISONS)[ins.modifiers[0]]
     width = _width(type_name)
+
+    def compare(into: VPred | None) -> VPred:
+        if width == 64:
+            return wide.compare(sel, cmp, sel.pair(a, signed), sel.pair(b, signed), into=into)
+        return sel.compare(cmp, sel.value(a, width, signed), sel.value(b, width, signed),
+                           into=into)
+
+    commit_setp(sel, ins, boolean, compare)
+
+
+def commit_setp(sel: Selector, ins: ir.Instruction, boolean: str | None,
+                compare: Callable[[VPred | None], VPred]):
+    """The destinations of `setp` (also `select_float`'s): `p` or `p|q` (q = !t), each
+    combined with the predicate `c` by `.and`/`.or`/`.xor`.  `compare(into)` computes the
+    outcome t, into the destination itself when nothing is combined with it."""
+    destination = sel.operands(ins, 4 if boolean else 3)[0]
     second = None
     if isinstance(destination, ir.RegisterPair):
         first = sel.predicate_register(destination.first, destination.loc)
@@ -325,18 +342,14 @@ def lower_setp(sel: Selector, ins: ir.Instruction):
     else:
         first = sel.destination_predicate(destination)
     direct = first if boolean is None and second is None else None
-    if width == 64:
-        outcome = wide.compare(sel, cmp, sel.pair(a, signed), sel.pair(b, signed), into=direct)
-    else:
-        outcome = sel.compare(cmp, sel.value(a, width, signed), sel.value(b, width, signed),
-                              into=direct)
+    outcome = compare(direct)
     if direct is not None:
         return
     results = [(first, outcome)]
     if second is not None:
         results.append((second, sel.predicate_op(Op.PNOT, outcome)))
     if boolean is not None:
-        other = sel.predicate(operands[3])
+        other = sel.predicate(ins.operands[3])
         results = [(target, sel.predicate_op(PREDICATE_OPS[boolean], value, other))
                    for target, value in results]
     sel.commit(*results)

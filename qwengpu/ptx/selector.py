@@ -2,7 +2,9 @@
 
 `Selector` walks a kernel body and hands each PTX instruction to the handler registered for
 its opcode (`@handles("add", "sub")` in `select_integer`, `select_wide`, `select_memory` and
-`select_extended`, which `qwengpu.ptx.select` imports before it selects anything).
+`select_extended`, which `qwengpu.ptx.select` imports before it selects anything); the `.f32`
+form of an opcode goes to the handler `@handles_float` registered (`select_float`), or is
+refused as floating-point arithmetic.
 It gives handlers a small vocabulary:
 
 - operands: `value(op, width, signed)` reads a PTX operand as a 32-bit source extended from
@@ -34,6 +36,15 @@ from qwengpu.ptx.vcode import TRUE, ZERO, Source, SymbolRef, VInstr, VLabel, VPr
 
 Handler = Callable[["Selector", ir.Instruction], None]
 HANDLERS: dict[str, Handler] = {}
+# Handlers of `.f32` instructions that are integer operations on the bits (`select_float`,
+# registered with `@handles_float`); other `.f32` instructions are refused as arithmetic.
+FLOAT_HANDLERS: dict[str, Handler] = {}
+# Opcodes that only move an `.f32` value: they run it as the `.b32` word it is.
+F32_AS_BITS = frozenset({"mov", "ld", "st", "selp"})
+# Opcodes whose own handler explains why their `.f32` form is refused.
+F32_OWN_MESSAGE = frozenset({"atom", "red"})
+FLOAT_ARITHMETIC = ("floating-point arithmetic (QwenGPU has no FPU yet; comparisons, min/max, "
+                    "neg/abs and moves of .f32 are supported)")
 
 # Special registers PTX has and QwenGPU does not; the ones the loader reads are SPECIALS.
 OTHER_SPECIAL_REGISTERS = {"%clock", "%clock_hi", "%smid", "%nsmid", "%gridid",
@@ -57,6 +68,22 @@ def handles(*opcodes: str) -> Callable[[Handler], Handler]:
         return function
 
     return register
+
+
+def handles_float(*opcodes: str) -> Callable[[Handler], Handler]:
+    """Register the handler of the `.f32` form of PTX opcodes (`qwengpu.ptx.select_float`)."""
+
+    def register(function: Handler) -> Handler:
+        for opcode in opcodes:
+            FLOAT_HANDLERS[opcode] = function
+        return function
+
+    return register
+
+
+def _as_bits(ins: ir.Instruction, type_name: str) -> str:
+    """`.f32` read as `.b32` where the instruction only moves the word (F32_AS_BITS)."""
+    return "b32" if type_name == "f32" and ins.opcode in F32_AS_BITS else type_name
 
 
 def mask(width: int) -> int:
@@ -106,6 +133,10 @@ class Selector:
             self.guard = self.predicate_register(ins.guard.register, ins.guard.loc)
             self.guard_negated = ins.guard.negated
         handler = HANDLERS.get(ins.opcode)
+        if "f32" in ins.modifiers and ins.opcode not in F32_AS_BITS | F32_OWN_MESSAGE:
+            handler = FLOAT_HANDLERS.get(ins.opcode)
+            if handler is None:
+                raise self.unsupported(ins, FLOAT_ARITHMETIC)
         if handler is None:
             raise self.unsupported(ins)
         handler(self, ins)
@@ -131,7 +162,7 @@ class Selector:
         types = [modifier for modifier in ins.modifiers if modifier in ir.TYPE_WIDTHS]
         if not types:
             raise self.error(f"'{ins.full_opcode}' has no type (such as .u32)")
-        type_name = types[-1]
+        type_name = _as_bits(ins, types[-1])
         if type_name not in ir.INTEGER_TYPES and type_name != "pred":
             raise self.unsupported(ins, f"type .{type_name} (QwenGPU computes with integers "
                                         "only)")
@@ -142,11 +173,12 @@ class Selector:
 
     def check_modifiers(self, ins: ir.Instruction, allowed: set[str]):
         """Reject modifiers this lowering does not implement (.sat, .cc, .ftz, ...)."""
-        for modifier in ins.modifiers:
+        modifiers = [_as_bits(ins, modifier) for modifier in ins.modifiers]
+        for modifier in modifiers:
             if modifier in ir.TYPE_WIDTHS and modifier not in ir.INTEGER_TYPES | {"pred"}:
                 raise self.unsupported(ins, f"type .{modifier} (QwenGPU computes with integers "
                                             "only)")
-        for modifier in ins.modifiers:
+        for modifier in modifiers:
             if modifier in ir.TYPE_WIDTHS and modifier in ir.INTEGER_TYPES | {"pred"}:
                 continue
             if modifier not in allowed:

@@ -152,7 +152,8 @@ def error_of(body: str, decls: str = "") -> PtxError:
 
 @pytest.mark.parametrize("body,message", [
     ("    add.s32 %r1, %r9, 1;", "register %r9 is not declared"),
-    ("    add.f32 %r1, %r2, %r3;", "type .f32 (QwenGPU computes with integers only)"),
+    ("    add.f32 %r1, %r2, %r3;", "floating-point arithmetic (QwenGPU has no FPU yet"),
+    ("    add.f64 %rd1, %rd2, %rd3;", "type .f64 (QwenGPU computes with integers only)"),
     ("    add.sat.s32 %r1, %r2, %r3;", "the .sat modifier"),
     ("    add.s32 %r1, %r2;", "'add.s32' takes 3 operands, got 2"),
     ("    add.s32 %p1, %r2, %r3;", "%p1 is a predicate"),
@@ -176,7 +177,8 @@ def error_of(body: str, decls: str = "") -> PtxError:
     ("    setp.equ.s32 %p1, %r1, %r2;", "this comparison"),
     ("    mov.u32 %r1, undefined_symbol;", "unknown symbol undefined_symbol"),
     ("    mul.wide.s32 %r1, %r2, %r3;", "%r1 is not a 64-bit register"),
-    ("    cvt.rn.f32.s32 %r1, %r2;", "floating point"),
+    ("    cvt.rn.f32.s32 %r1, %r2;", "floating-point arithmetic"),
+    ("    cvt.rn.f64.s32 %rd1, %r2;", "floating point (QwenGPU computes with integers only)"),
     ("    prmt.b32.rn %r1, %r2, %r3, %r4;", "the .rn modifier"),
 ])
 def test_unsupported_or_wrong_instructions_name_their_line(body, message):

@@ -1,0 +1,33 @@
+// Float operations QwenGPU runs on the bits of binary32 values (it has no FPU yet), and one
+// it must refuse: float_add's a[i] + b[i] is floating-point arithmetic.
+
+extern "C" __global__ void float_min_max(const float *x, const float *y, float *out)
+{
+    int i = threadIdx.x;
+    float a = x[i], b = y[i];
+    out[4 * i + 0] = fmaxf(a, b);
+    out[4 * i + 1] = fminf(a, b);
+    out[4 * i + 2] = fabsf(a);
+    out[4 * i + 3] = fminf(fmaxf(-a, -1.5f), 2.0f);
+}
+
+extern "C" __global__ void float_order(const float *x, const float *y, int *flags)
+{
+    int i = threadIdx.x;
+    float a = x[i], b = y[i];
+    flags[i] = (a < b) | (a <= b) << 1 | (a == b) << 2 | (a != b) << 3 | (a >= b) << 4
+             | !(a < b) << 5;
+}
+
+extern "C" __global__ void float_classes(const float *x, int *flags)
+{
+    int i = threadIdx.x;
+    float a = x[i];
+    flags[i] = isnan(a) | isinf(a) << 1 | isfinite(a) << 2 | (a > 0.5f) << 3;
+}
+
+extern "C" __global__ void float_add(const float *a, const float *b, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = a[i] + b[i];
+}
