@@ -106,6 +106,7 @@ class FusedLayers:
                          for name in ("gate", "up", "down_by_unit")
                          for part, empty in (("indptr", none_i64), ("indices", none_i32),
                                              ("data", none_f)))
+        self.gate_twins = per_mlp(lambda m: m.gate_twins, np.zeros(0, dtype=np.bool_))
 
     def state_lists(self, conv: dict[int, np.ndarray], memory: dict[int, np.ndarray]
                     ) -> tuple[List, List]:
@@ -123,7 +124,7 @@ class FusedLayers:
                    self.post_scales, *self.projection, self.projected_rows,
                    self.conv_channel, self.conv_weight, self.key_of_value_head, self.neg_a,
                    self.dt_bias, self.norm_weight, self.head_shape, *self.out_proj,
-                   *self.mlp, *state_lists)
+                   *self.mlp, self.gate_twins, *state_lists)
 
 
 @njit(cache=True, nogil=True)
@@ -131,7 +132,7 @@ def run_layers(x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
                p_indptr, p_indices, p_data, projected_rows, conv_channel, conv_weight,
                key_of_value_head, neg_a, dt_bias, norm_weight, head_shape,
                o_indptr, o_indices, o_data, g_indptr, g_indices, g_data,
-               u_indptr, u_indices, u_data, d_indptr, d_indices, d_data,
+               u_indptr, u_indices, u_data, d_indptr, d_indices, d_data, gate_twins,
                conv_states, memories):
     """`SparseEngine.forward`'s loop over the layers, for sparse DeltaNet and MLP layers:
     per layer the RMSNorm, the mixer's projection, the delta rule, `out_proj` added to x,
@@ -154,6 +155,6 @@ def run_layers(x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
             csr_matmul_add(o_indptr[layer], o_indices[layer], o_data[layer], out, x)
         if has_mlp[layer]:
             rms_norm(x, post_scales[layer], eps, normed)
-            mlp_add(g_indptr[layer], g_indices[layer], g_data[layer], u_indptr[layer],
-                    u_indices[layer], u_data[layer], d_indptr[layer], d_indices[layer],
-                    d_data[layer], normed, x)
+            mlp_add(g_indptr[layer], g_indices[layer], g_data[layer], gate_twins[layer],
+                    u_indptr[layer], u_indices[layer], u_data[layer], d_indptr[layer],
+                    d_indices[layer], d_data[layer], normed, x)

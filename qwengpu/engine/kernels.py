@@ -236,77 +236,124 @@ def csr_scatter_add(indptr, indices, data, x, out):
 
 
 @njit(cache=True, nogil=True)
-def mlp_add(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data,
+def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indices, up_data,
             down_indptr, down_indices, down_data, x, residual):
     """Qwen3_5MLP added to the residual: residual += down(silu(gate(x)) * up(x)).
 
     Unit by unit: its gate row, silu; where silu is exactly 0 in every column the unit adds
     exactly 0 (0 * up, then 0 * down), so its up row and down column are not read.  Otherwise
     its up row, the product, and its down column (`down_*`: CSR of down_proj's transpose, a
-    row per unit) scattered into the sum, which is added to the residual at the end."""
+    row per unit) scattered into the sum, which is added to the residual at the end.
+    `gate_twins` (`twin_rows`) marks the units whose next unit's gate row has the same
+    columns: the two rows' sums are taken in one pass over the inputs, each row's terms in
+    its own order, so the sums are the same as one row at a time."""
     dims, columns = x.shape
     if columns <= FEW_COLUMNS:
         for column in range(columns):
-            _mlp_add_column(gate_indptr, gate_indices, gate_data, up_indptr, up_indices,
-                            up_data, down_indptr, down_indices, down_data, x[:, column],
-                            residual[:, column])
+            _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr,
+                            up_indices, up_data, down_indptr, down_indices, down_data,
+                            x[:, column], residual[:, column])
         return
     total = np.zeros((residual.shape[0], columns), dtype=np.float32)
-    gate = np.empty(columns, dtype=np.float32)
+    gates = np.empty((2, columns), dtype=np.float32)
     up = np.empty(columns, dtype=np.float32)
     units = gate_indptr.shape[0] - 1
-    for unit in range(units):
-        gate[:] = 0.0
-        for k in range(gate_indptr[unit], gate_indptr[unit + 1]):
-            weight = gate_data[k]
-            source = x[gate_indices[k]]
-            for column in range(columns):
-                gate[column] += weight * source[column]
-        live = False
-        for column in range(columns):              # silu(x <= -89) is exactly -0
-            if gate[column] > np.float32(-89.0):
-                live = True
-                break
-        if not live:
-            continue
-        for column in range(columns):
-            gate[column] = silu(gate[column])
-        up[:] = 0.0
-        for k in range(up_indptr[unit], up_indptr[unit + 1]):
-            weight = up_data[k]
-            source = x[up_indices[k]]
-            for column in range(columns):
-                up[column] += weight * source[column]
-        for column in range(columns):
-            gate[column] = gate[column] * up[column]
-        for k in range(down_indptr[unit], down_indptr[unit + 1]):
-            weight = down_data[k]
-            target = total[down_indices[k]]
-            for column in range(columns):
-                target[column] += weight * gate[column]
+    unit = 0
+    while unit < units:
+        start, stop = gate_indptr[unit], gate_indptr[unit + 1]
+        count = 2 if gate_twins[unit] else 1
+        gates[:] = 0.0
+        first, second = gates[0], gates[1]
+        if count == 2:                             # the twin's weights follow the unit's
+            offset = stop - start
+            for k in range(start, stop):
+                weight, twin_weight = gate_data[k], gate_data[k + offset]
+                source = x[gate_indices[k]]
+                for column in range(columns):
+                    first[column] += weight * source[column]
+                    second[column] += twin_weight * source[column]
+        else:
+            for k in range(start, stop):
+                weight = gate_data[k]
+                source = x[gate_indices[k]]
+                for column in range(columns):
+                    first[column] += weight * source[column]
+        for twin in range(count):
+            _unit_add_columns(gates[twin], unit + twin, up_indptr, up_indices, up_data,
+                              down_indptr, down_indices, down_data, x, up, total)
+        unit += count
     for row in range(residual.shape[0]):
         for column in range(columns):
             residual[row, column] += total[row, column]
 
 
 @njit(cache=True, nogil=True)
-def _mlp_add_column(gate_indptr, gate_indices, gate_data, up_indptr, up_indices, up_data,
-                    down_indptr, down_indices, down_data, x, residual):
-    """`mlp_add` for a single column (vectors), with scalar sums."""
+def _unit_add_columns(gate, unit, up_indptr, up_indices, up_data, down_indptr, down_indices,
+                      down_data, x, up, total):
+    """One unit of `mlp_add` on many columns, from its gate sums: silu, skipped where it is
+    exactly 0 in every column, else times its up row, scattered by its down column."""
+    columns = gate.shape[0]
+    live = False
+    for column in range(columns):                  # silu(x <= -89) is exactly -0
+        if gate[column] > np.float32(-89.0):
+            live = True
+            break
+    if not live:
+        return
+    for column in range(columns):
+        gate[column] = silu(gate[column])
+    up[:] = 0.0
+    for k in range(up_indptr[unit], up_indptr[unit + 1]):
+        weight = up_data[k]
+        source = x[up_indices[k]]
+        for column in range(columns):
+            up[column] += weight * source[column]
+    for column in range(columns):
+        gate[column] = gate[column] * up[column]
+    for k in range(down_indptr[unit], down_indptr[unit + 1]):
+        weight = down_data[k]
+        target = total[down_indices[k]]
+        for column in range(columns):
+            target[column] += weight * gate[column]
+
+
+@njit(cache=True, nogil=True)
+def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indices,
+                    up_data, down_indptr, down_indices, down_data, x, residual):
+    """`mlp_add` for a single column (vectors), with scalar sums.  A unit and its twin (the
+    next unit, whose gate row has the same columns: the two units of a step) gather each
+    input once and keep two running sums, each row's terms still added in its own order,
+    so the sums are those of one row at a time; the units then go on one after the other."""
     total = np.zeros(residual.shape[0], dtype=np.float32)
-    for unit in range(gate_indptr.shape[0] - 1):
-        gate = np.float32(0.0)
-        for k in range(gate_indptr[unit], gate_indptr[unit + 1]):
-            gate += gate_data[k] * x[gate_indices[k]]
-        gate = silu(gate)
-        if gate == np.float32(0.0):
-            continue
-        up = np.float32(0.0)
-        for k in range(up_indptr[unit], up_indptr[unit + 1]):
-            up += up_data[k] * x[up_indices[k]]
-        product = gate * up
-        for k in range(down_indptr[unit], down_indptr[unit + 1]):
-            total[down_indices[k]] += down_data[k] * product
+    units = gate_indptr.shape[0] - 1
+    unit = 0
+    while unit < units:
+        start, stop = gate_indptr[unit], gate_indptr[unit + 1]
+        first = np.float32(0.0)
+        second = np.float32(0.0)
+        count = 1
+        if gate_twins[unit]:
+            offset = stop - start
+            for k in range(start, stop):
+                value = x[gate_indices[k]]
+                first += gate_data[k] * value
+                second += gate_data[k + offset] * value
+            count = 2
+        else:
+            for k in range(start, stop):
+                first += gate_data[k] * x[gate_indices[k]]
+        for twin in range(count):
+            gate = silu(first if twin == 0 else second)
+            if gate == np.float32(0.0):
+                continue
+            this = unit + twin
+            up = np.float32(0.0)
+            for k in range(up_indptr[this], up_indptr[this + 1]):
+                up += up_data[k] * x[up_indices[k]]
+            product = gate * up
+            for k in range(down_indptr[this], down_indptr[this + 1]):
+                total[down_indices[k]] += down_data[k] * product
+        unit += count
     for row in range(residual.shape[0]):
         residual[row] += total[row]
 
@@ -513,3 +560,25 @@ def _norm_and_rotate(vector, scale, eps, cos, sin, half, rotary, out):
         first, second = out[i], out[i + half]
         out[i] = first * cos[i] + (-second) * sin[i]
         out[i + half] = second * cos[i + half] + first * sin[i + half]
+
+
+@njit(cache=True, nogil=True)
+def twin_rows(indptr, indices):
+    """twins[r]: row r + 1 has the same columns as row r (and r is not itself the second of
+    a pair), read in order from the first row: the pairs `mlp_add` sums in one pass."""
+    rows = indptr.shape[0] - 1
+    twins = np.zeros(rows, dtype=np.bool_)
+    row = 0
+    while row + 1 < rows:
+        start, middle, stop = indptr[row], indptr[row + 1], indptr[row + 2]
+        same = middle - start == stop - middle
+        k = 0
+        while same and k < middle - start:
+            same = indices[start + k] == indices[middle + k]
+            k += 1
+        if same:
+            twins[row] = True
+            row += 2
+        else:
+            row += 1
+    return twins

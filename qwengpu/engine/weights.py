@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from qwengpu.engine.kernels import twin_rows
 from qwengpu.errors import UserError
 
 DENSE_ABOVE = 0.25           # a matrix with more nonzeros than this fraction is kept dense
@@ -143,6 +144,15 @@ class Mlp:
     gate: Matrix                       # [live units, hidden]
     up: Matrix                         # [live units, hidden]
     down_by_unit: Matrix               # down_proj's live columns, transposed: [units, hidden]
+    # gate_twins[u]: unit u + 1's gate row has unit u's columns (kernels.twin_rows; none
+    # where gate is dense)
+    gate_twins: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        if self.gate.stored is None:
+            self.gate_twins = twin_rows(self.gate.indptr, self.gate.indices)
+        else:
+            self.gate_twins = np.zeros(self.gate.rows, dtype=np.bool_)
 
 
 @dataclass

@@ -119,7 +119,7 @@ def as_predicate(sel: Selector, value: bool | VPred, into: VPred | None) -> VPre
     return sel.move(value, into) if into is not None else value
 
 
-# ---- setp and testp --------------------------------------------------------------------------------
+# ---- setp and testp ------------------------------------------------------------------------------
 
 
 @handles_float("setp")

@@ -121,8 +121,49 @@ def test_the_mlp_is_down_of_silu_gate_times_up(columns):
                               * (up @ x))
     csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
     arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
-    kernels.mlp_add(*arrays, x, residual)
+    twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
+    kernels.mlp_add(*arrays[:3], twins, *arrays[3:], x, residual)
     np.testing.assert_allclose(residual, want, rtol=1e-5, atol=1e-4)
+
+
+def test_twin_rows_are_neighbours_with_the_same_columns():
+    gate = np.zeros((7, 6), dtype=np.float32)
+    gate[0, [1, 4]] = [2.0, 3.0]
+    gate[1, [1, 4]] = [-2.0, 5.0]          # 0 and 1: twins
+    gate[2, [1, 4]] = [1.0, 1.0]           # same columns as 1, but 1 is taken
+    gate[3, [0, 4]] = [1.0, 1.0]           # not 2's columns
+    gate[4, [0, 4]] = [7.0, 1.0]           # 3 and 4: twins
+    gate[5, [2]] = [1.0]
+    gate[6, [2, 3]] = [1.0, 1.0]           # a longer row is no twin
+    csr = Matrix.csr(torch.from_numpy(gate))
+    assert kernels.twin_rows(csr.indptr, csr.indices).tolist() == \
+        [True, False, False, True, False, False, False]
+
+
+@pytest.mark.parametrize("columns", [1, 2, 6])
+def test_twins_sum_each_row_in_its_own_order(columns):
+    """Units in pairs with the same gate columns (a step's two units: the offset differs),
+    some gates near zero: the MLP with the twins marked is the MLP without them to the bit."""
+    rng = np.random.default_rng(21)
+    hidden, pairs = 40, 30
+    shared = random_sparse(pairs, hidden, 0.3, 9)
+    shared[:, 0] = rng.choice([-300.0, 40.0, 0.25], pairs)
+    gate = np.repeat(shared, 2, axis=0)
+    gate[1::2, 0] -= 1000.0 * (gate[1::2, 0] != 0)
+    gate[1::2, 1] += 3.0                              # one more column in the twin
+    gate[0::2, 1] += 1.0
+    up, down = random_sparse(2 * pairs, hidden, 0.3, 10), random_sparse(hidden, 2 * pairs, 0.3, 11)
+    x = rng.standard_normal((hidden, columns)).astype(np.float32)
+    x[0] = 1.0
+    csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
+    arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
+    twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
+    assert twins.sum() == pairs
+    got = np.zeros((hidden, columns), dtype=np.float32)
+    want = np.zeros((hidden, columns), dtype=np.float32)
+    kernels.mlp_add(*arrays[:3], twins, *arrays[3:], x, got)
+    kernels.mlp_add(*arrays[:3], np.zeros_like(twins), *arrays[3:], x, want)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_rms_norm_and_argmax():
