@@ -5,16 +5,17 @@
 A change to the machine (new instructions, an FPU) or to the engine is held to a bound on
 what it costs (say, tokens/s within 10% of the build before).  The two builds' checkpoints
 differ and so may their engines, and on a shared 2-core machine two runs minutes apart
-differ by 20% on their own.  So this script runs both in one process, round after round,
-each round both builds one after the other (the order swapped every round), and reports
-the ratio of each round and their median:
+differ by 20% on their own, a minute's interference hitting one run and not the other.
+So this script keeps a decoding session of each build alive in one process and lets them
+take turns of `--chunk` steps (the order swapped every turn), timing every step; it
+reports each build's median step time and the ratio of the tokens a second they give:
 
 - the baseline's engine is CHECKOUT's own `qwengpu/engine`, imported under another name
   (`baseline_engine`); it runs DIR1 (compiled by that checkout), on the prompt CHECKOUT's
   loader writes for the kernel (`hdlc launch` run from CHECKOUT);
 - this build's engine runs DIR2 on this checkout's prompt;
-- each run: a fresh session, `--tokens` tokens a row after the prefill, one thread,
-  `--batch` rows (default 1).
+- one thread, `--batch` rows of the launch (default 1); a session starts again after
+  `--tokens` steps (its prefill not timed), so every step is inside the launch.
 """
 
 from __future__ import annotations
@@ -61,16 +62,23 @@ def baseline_engine_module(checkout: Path, folder: Path):
     return importlib.import_module("baseline_engine")
 
 
-def tokens_per_second(engine, prompt: list[int], tokens: int, batch: int = 1) -> float:
-    """Decode tokens a second (all rows together) after the prefill, one thread."""
-    session = engine.session([prompt] * batch, eos_id=None, threads=1)
-    started = time.perf_counter()
-    for _ in session:
-        if session.steps >= tokens:
-            for row in range(batch):
-                session.end(row)
-    seconds = time.perf_counter() - started - session.prefill_seconds
-    return (tokens - 1) * batch / seconds
+class Stepper:
+    """One build's decoding, a step at a time: a session of `batch` rows of the launch,
+    started again after `tokens` steps (so every step is inside the launch's trace)."""
+
+    def __init__(self, engine, prompt: list[int], batch: int, tokens: int):
+        self.engine, self.prompt, self.batch, self.tokens = engine, prompt, batch, tokens
+        self.session = None
+
+    def step_seconds(self) -> float:
+        """The time of the next decode step (a new session's prefill is not counted)."""
+        if self.session is None or self.session.steps >= self.tokens:
+            self.session = self.engine.session([self.prompt] * self.batch, eos_id=None)
+            self.steps = iter(self.session)
+            next(self.steps)
+        started = time.perf_counter()
+        next(self.steps)
+        return time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="a checkpoint that checkout compiled")
     parser.add_argument("--model", type=Path, required=True, help="this build's checkpoint")
     parser.add_argument("--kernel", default="vector_add")
-    parser.add_argument("--tokens", type=int, default=400)
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=500,
+                        help="steps of one session before it starts again")
+    parser.add_argument("--rounds", type=int, default=40, help="turns of each build")
+    parser.add_argument("--chunk", type=int, default=25, help="steps a turn")
     parser.add_argument("--batch", type=int, default=1, help="rows of the same launch")
     args = parser.parse_args(argv)
     numba.set_num_threads(1)
@@ -94,26 +104,27 @@ def main(argv: list[str] | None = None) -> int:
                          prompt_of(args.baseline.resolve(), args.baseline_model, args.kernel)),
             "this": (SparseEngine.load(args.model), prompt_of(ROOT, args.model, args.kernel)),
         }
-        for engine, prompt in builds.values():
-            tokens_per_second(engine, prompt, 30)      # kernels compiled and cached
+        steppers = {name: Stepper(engine, prompt, args.batch, args.tokens)
+                     for name, (engine, prompt) in builds.items()}
+        for stepper in steppers.values():
+            for _ in range(30):
+                stepper.step_seconds()                 # kernels compiled and cached
         print(f"{args.kernel}: prompts of {len(builds['baseline'][1])} and "
-              f"{len(builds['this'][1])} tokens, {args.tokens} tokens a row and run, batch "
-              f"{args.batch}, one thread")
-        print(f"{'round':>5} {'baseline tok/s':>15} {'this tok/s':>11} {'ratio':>6}")
-        ratios, figures = [], {"baseline": [], "this": []}
-        for round_number in range(args.rounds):
-            order = ["baseline", "this"] if round_number % 2 == 0 else ["this", "baseline"]
-            measured = {name: tokens_per_second(*builds[name], args.tokens, args.batch)
-                        for name in order}
-            for name, value in measured.items():
-                figures[name].append(value)
-            ratios.append(measured["this"] / measured["baseline"])
-            print(f"{round_number + 1:>5} {measured['baseline']:>15.1f} "
-                  f"{measured['this']:>11.1f} {ratios[-1]:>6.3f}", flush=True)
-    print(f"median: baseline {statistics.median(figures['baseline']):.1f}, this "
-          f"{statistics.median(figures['this']):.1f} tokens/s; ratio of each round's "
-          f"pair: median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, "
-          f"max {max(ratios):.3f})")
+              f"{len(builds['this'][1])} tokens, batch {args.batch}, one thread; the builds "
+              f"take turns every {args.chunk} steps, {args.rounds} turns each")
+        times: dict[str, list[float]] = {name: [] for name in steppers}
+        for turn in range(args.rounds):
+            order = ["baseline", "this"] if turn % 2 == 0 else ["this", "baseline"]
+            for name in order:
+                times[name] += [steppers[name].step_seconds() for _ in range(args.chunk)]
+    print(f"{'build':>8} {'median ms/step':>15} {'tokens/s':>9} {'fastest quarter ms':>19}")
+    rates = {}
+    for name, seconds in times.items():
+        ordered = sorted(seconds)
+        median, quartile = statistics.median(ordered), ordered[len(ordered) // 4]
+        rates[name] = args.batch / median
+        print(f"{name:>8} {median * 1e3:>15.3f} {rates[name]:>9.1f} {quartile * 1e3:>19.3f}")
+    print(f"this / baseline tokens/s (medians): {rates['this'] / rates['baseline']:.3f}")
     return 0
 
 

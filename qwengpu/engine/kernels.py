@@ -245,8 +245,10 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
     its up row, the product, and its down column (`down_*`: CSR of down_proj's transpose, a
     row per unit) scattered into the sum, which is added to the residual at the end.
     `gate_twins` (`twin_rows`) marks the units whose next unit's gate row has the same
-    columns: the two rows' sums are taken in one pass over the inputs, each row's terms in
-    its own order, so the sums are the same as one row at a time."""
+    columns: one column at a time (`_mlp_add_column`), the two rows' sums are taken in one
+    pass over the inputs, each row's terms in its own order, so the sums are the same as one
+    row at a time.  (With many columns the rows' sums are already vectors across the
+    columns, and summing two at once measured slower.)"""
     dims, columns = x.shape
     if columns <= FEW_COLUMNS:
         for column in range(columns):
@@ -255,66 +257,41 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
                             x[:, column], residual[:, column])
         return
     total = np.zeros((residual.shape[0], columns), dtype=np.float32)
-    gates = np.empty((2, columns), dtype=np.float32)
+    gate = np.empty(columns, dtype=np.float32)
     up = np.empty(columns, dtype=np.float32)
     units = gate_indptr.shape[0] - 1
-    unit = 0
-    while unit < units:
-        start, stop = gate_indptr[unit], gate_indptr[unit + 1]
-        count = 2 if gate_twins[unit] else 1
-        gates[:] = 0.0
-        first, second = gates[0], gates[1]
-        if count == 2:                             # the twin's weights follow the unit's
-            offset = stop - start
-            for k in range(start, stop):
-                weight, twin_weight = gate_data[k], gate_data[k + offset]
-                source = x[gate_indices[k]]
-                for column in range(columns):
-                    first[column] += weight * source[column]
-                    second[column] += twin_weight * source[column]
-        else:
-            for k in range(start, stop):
-                weight = gate_data[k]
-                source = x[gate_indices[k]]
-                for column in range(columns):
-                    first[column] += weight * source[column]
-        for twin in range(count):
-            _unit_add_columns(gates[twin], unit + twin, up_indptr, up_indices, up_data,
-                              down_indptr, down_indices, down_data, x, up, total)
-        unit += count
+    for unit in range(units):
+        gate[:] = 0.0
+        for k in range(gate_indptr[unit], gate_indptr[unit + 1]):
+            weight = gate_data[k]
+            source = x[gate_indices[k]]
+            for column in range(columns):
+                gate[column] += weight * source[column]
+        live = False
+        for column in range(columns):              # silu(x <= -89) is exactly -0
+            if gate[column] > np.float32(-89.0):
+                live = True
+                break
+        if not live:
+            continue
+        for column in range(columns):
+            gate[column] = silu(gate[column])
+        up[:] = 0.0
+        for k in range(up_indptr[unit], up_indptr[unit + 1]):
+            weight = up_data[k]
+            source = x[up_indices[k]]
+            for column in range(columns):
+                up[column] += weight * source[column]
+        for column in range(columns):
+            gate[column] = gate[column] * up[column]
+        for k in range(down_indptr[unit], down_indptr[unit + 1]):
+            weight = down_data[k]
+            target = total[down_indices[k]]
+            for column in range(columns):
+                target[column] += weight * gate[column]
     for row in range(residual.shape[0]):
         for column in range(columns):
             residual[row, column] += total[row, column]
-
-
-@njit(cache=True, nogil=True)
-def _unit_add_columns(gate, unit, up_indptr, up_indices, up_data, down_indptr, down_indices,
-                      down_data, x, up, total):
-    """One unit of `mlp_add` on many columns, from its gate sums: silu, skipped where it is
-    exactly 0 in every column, else times its up row, scattered by its down column."""
-    columns = gate.shape[0]
-    live = False
-    for column in range(columns):                  # silu(x <= -89) is exactly -0
-        if gate[column] > np.float32(-89.0):
-            live = True
-            break
-    if not live:
-        return
-    for column in range(columns):
-        gate[column] = silu(gate[column])
-    up[:] = 0.0
-    for k in range(up_indptr[unit], up_indptr[unit + 1]):
-        weight = up_data[k]
-        source = x[up_indices[k]]
-        for column in range(columns):
-            up[column] += weight * source[column]
-    for column in range(columns):
-        gate[column] = gate[column] * up[column]
-    for k in range(down_indptr[unit], down_indptr[unit + 1]):
-        weight = down_data[k]
-        target = total[down_indices[k]]
-        for column in range(columns):
-            target[column] += weight * gate[column]
 
 
 @njit(cache=True, nogil=True)
