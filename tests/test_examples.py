@@ -78,7 +78,14 @@ def test_layout(example: Path):
     words = 0
     for name, values in launch["buffers"].items():
         assert re.fullmatch(r"[A-Za-z_]\w*", name)
-        assert values and all(isinstance(v, int) and -(2**31) <= v < 2**32 for v in values)
+        if isinstance(values, dict):                  # binary32 values (docs/launch.md)
+            assert example.name.startswith("float_") and list(values) == ["f32"]
+            values = values["f32"]
+            assert values and all(isinstance(v, (int, float)) or v in ("nan", "inf", "-inf")
+                                  for v in values)
+        else:
+            assert values and all(isinstance(v, int) and -(2**31) <= v < 2**32
+                                  for v in values)
         words += len(values)
     assert words <= MEM_WORDS, f"buffers take {words} words"
     # A pointer is one 32-bit byte address on QwenGPU (docs/isa.md), a scalar one word.
@@ -99,7 +106,8 @@ def test_layout(example: Path):
     if "buffers" in expected:
         assert list(expected["buffers"]) == list(launch["buffers"])
         for name, values in expected["buffers"].items():
-            assert len(values) == len(launch["buffers"][name])
+            given = launch["buffers"][name]
+            assert len(values) == len(given["f32"] if isinstance(given, dict) else given)
             assert all(isinstance(v, int) and -(2**31) <= v < 2**31 for v in values)
 
 
@@ -120,10 +128,12 @@ def test_kernel_source_rules(example: Path):
     code = re.sub(r"//[^\n]*", "", source)
     launch = _load(example, "launch.json")
     assert re.search(r'extern\s+"C"\s+__global__\s+void\s+' + launch["kernel"] + r"\s*\(", code)
-    for banned in ("float", "double", "printf", "malloc"):
+    # floats only in the float_ examples, whose .f32 instructions need no FPU (docs/fpu.md)
+    floats = example.name.startswith("float_")
+    for banned in ("double", "printf", "malloc") + (() if floats else ("float",)):
         assert banned not in code, f"{example.name}: uses {banned}"
     ptx = (example / "kernel.ptx").read_text()
-    for banned in (".f32", ".f64", "vprintf"):
+    for banned in (".f64", "vprintf") + (() if floats else (".f32",)):
         assert banned not in ptx, f"{example.name}: PTX contains {banned}"
     # a division is a 330-record loop unless it is by a constant: only by the warp's size,
     # except in the example that is about division

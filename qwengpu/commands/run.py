@@ -42,6 +42,7 @@ from qwengpu.errors import UserError, check_output_location
 from qwengpu.ptx.cuda_lines import readable
 from qwengpu.runtime.launch import (Launch, LaunchResult, load_launch, machine_limits,
                                     run_launch_sim)
+from qwengpu.runtime.float_words import f32_text
 from qwengpu.runtime.machine_file import checkpoint_machine
 from qwengpu.runtime.machine_state import (DEFAULT_MAX_RECORDS, Machine, check_max_records,
                                            load_machine)
@@ -271,7 +272,12 @@ def report(result: LaunchResult, launch: Launch, trace: bool, as_json: bool,
 def print_buffers(result: LaunchResult, stream=None) -> None:
     """`name = [v0, v1, ...]` per buffer, then the kernel's memory variables if any."""
     stream = stream or sys.stdout
+    regions = result.launch.buffers
     for name, values in result.buffers.items():
-        print(f"{name} = {values}", file=stream)
+        if regions[name].element == "f32":
+            floats = ", ".join(f32_text(value) for value in values)
+            print(f"{name} = [{floats}]  (f32)", file=stream)
+        else:
+            print(f"{name} = {values}", file=stream)
     for name, values in result.variables.items():
         print(f"{readable(name)} = {values}  (kernel variable)", file=stream)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 
 from qwengpu.errors import CapacityError, LaunchError, Location, UserError
 from qwengpu.isa import MASK32, RZ, TRAP_TEXTS, Instruction, Op, Space, Trap
@@ -27,6 +28,7 @@ from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_m
 from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
+from qwengpu.runtime.float_words import f32_bits, is_f32_value
 from qwengpu.runtime.launch_shape import (Dims, count, dims_of, launch_geometry, shape_problem,
                                           shape_refusal, shown, thread_name)
 from qwengpu.runtime.trap_address import fault_detail, formed_address
@@ -46,6 +48,7 @@ class Region:
     base_word: int
     words: int
     kind: str = "buffer"          # "buffer", "variable", "shared" or "local"
+    element: str = "word"         # "f32": a buffer the launch file gave as binary32 values
 
     @property
     def base_address(self) -> int:
@@ -149,7 +152,7 @@ def load_launch(path: str, limits: MachineLimits | None = None) -> Launch:
         raise LaunchError(f"cannot read the launch file: {error}", Location(path)) from None
     source = _LaunchText(path, text)
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_float=Decimal)      # f32 buffers round from the text
     except json.JSONDecodeError as error:
         raise LaunchError(f"not valid JSON: {error.msg}",
                           Location(path, error.lineno, error.colno), text) from None
@@ -223,14 +226,42 @@ def _check_shape(data, source: _LaunchText):
     if not isinstance(buffers, dict):
         raise source.error("'buffers' must be an object: name -> list of integers", "buffers")
     for name, values in buffers.items():
+        if isinstance(values, dict):
+            _check_f32_buffer(name, values, source)
+            continue
         if not isinstance(values, list) or not all(_is_int(value) for value in values):
-            raise source.error(f"buffer {name!r} must be a list of integers", name)
+            raise source.error(f"buffer {name!r} must be a list of integers, or "
+                               "{\"f32\": [numbers]}", name)
         for value in values:
             if not -(1 << 31) <= value < (1 << 32):
                 raise source.error(f"buffer {name!r} holds {value}, which is not a 32-bit "
                                    "integer (-2147483648 .. 4294967295)", name)
     if not isinstance(data["args"], list):
         raise source.error("'args' must be a list (buffer names and integers)", "args")
+
+
+def _check_f32_buffer(name: str, values: dict, source: _LaunchText):
+    """`{"f32": [...]}`: numbers, or "nan", "inf", "-inf" (docs/launch.md)."""
+    if list(values) != ["f32"] or not isinstance(values["f32"], list):
+        raise source.error(f"buffer {name!r} must be a list of integers, or "
+                           "{\"f32\": [numbers]}", name)
+    for value in values["f32"]:
+        if not is_f32_value(value):
+            raise source.error(f"buffer {name!r} holds {json.dumps(str(value))}, which is not "
+                               "a number, \"nan\", \"inf\" or \"-inf\"", name)
+
+
+def buffer_words(buffers: dict) -> tuple[dict[str, list[int]], set[str]]:
+    """The launch's buffers as words (f32 buffers as their values' bits), and the names of
+    the f32 ones."""
+    words, floats = {}, set()
+    for name, values in buffers.items():
+        if isinstance(values, dict):
+            words[name] = [f32_bits(value) for value in values["f32"]]
+            floats.add(name)
+        else:
+            words[name] = values
+    return words, floats
 
 
 def launch_for_program(program: Program, grid, block, buffers: dict[str, list[int]],
@@ -258,7 +289,10 @@ def _build(data: dict, source_path: str, program: Program, limits: MachineLimits
             f"the launch needs {warps} warps (grid {shown(grid_dims)} x ceil("
             f"{shown(block_dims)} / {limits.lanes}) threads per warp), but QwenGPU has "
             f"{limits.warps}", source.loc("grid"), source.text)
-    regions = _layout(data["buffers"], program, limits, source)
+    words, floats = buffer_words(data["buffers"])
+    data = {**data, "buffers": words}
+    regions = [replace(region, element="f32") if region.name in floats else region
+               for region in _layout(words, program, limits, source)]
     addresses = {region.name: region.base_address for region in regions}
     memory = [0] * limits.memory_words
     for name, values in data["buffers"].items():

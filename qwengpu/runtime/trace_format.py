@@ -16,6 +16,7 @@ import os
 from typing import Iterable, Iterator
 
 from qwengpu.isa import MASK32, SERIAL, Op
+from qwengpu.runtime.float_words import f32_text
 from qwengpu.runtime.launch import TRAP_DESCRIPTIONS, Launch
 from qwengpu.runtime.launch_shape import index_text, launch_dims
 from qwengpu.runtime.machine_state import signed_word
@@ -45,6 +46,27 @@ def memory_name(launch: Launch, word: int) -> str:
     return f"{region.name}[{index}]"
 
 
+def stored_text(launch: Launch, word_address: int, value: int) -> str:
+    """A stored word: signed, or as a float beside its bits in a launch's f32 buffer."""
+    found = launch.region_of_word(word_address)
+    if found is not None and found[0].element == "f32":
+        return f"{f32_text(value)} ({value & MASK32:#010x})"
+    return str(signed_word(value))
+
+
+def register_text(value: int, is_float: bool) -> str:
+    return f"{f32_text(value)} ({value & MASK32:#010x})" if is_float else str(signed_word(value))
+
+
+def _ptx_opcode_is_f32(program, pc: int) -> bool:
+    """Whether the machine instruction at pc comes from a PTX instruction of type .f32 (a
+    load of a float shows the float it read)."""
+    if pc >= len(program.slots) or program.slots[pc].origin is None:
+        return False
+    words = [word for word in program.slots[pc].ptx_text.split() if not word.startswith("@")]
+    return bool(words) and words[0].split(".")[-1] == "f32"
+
+
 def format_record(index: int, record: dict[str, int], launch: Launch) -> list[str]:
     lanes = launch.limits.lanes
     pc = record["pc"]
@@ -70,8 +92,9 @@ def format_record(index: int, record: dict[str, int], launch: Launch) -> list[st
         lines.append(f"{INDENT}TRAP: {kind} (lane {record['trap_lane']}); the machine stops")
         return lines
     if record["rwen"]:
-        values = [str(signed_word(record[f"rval{lane}"])) if record["rwen"] >> lane & 1 else "."
-                  for lane in range(lanes)]
+        loads_float = record["op"] == Op.LD and _ptx_opcode_is_f32(program, pc)
+        values = [register_text(record[f"rval{lane}"], loads_float)
+                  if record["rwen"] >> lane & 1 else "." for lane in range(lanes)]
         lines.append(f"{INDENT}r{record['rd']} = [{', '.join(values)}]")
     if record["pwen"]:
         values = [str(record["pval"] >> lane & 1) if record["pwen"] >> lane & 1 else "."
@@ -79,8 +102,8 @@ def format_record(index: int, record: dict[str, int], launch: Launch) -> list[st
         lines.append(f"{INDENT}p{record['pd']} = [{', '.join(values)}]")
     if record["mwen"]:
         stores = [f"{memory_name(launch, record[f'maddr{lane}'])} = "
-                  f"{signed_word(record[f'mval{lane}'])} (lane {lane})"
-                  for lane in lanes_of(record["mwen"], lanes)]
+                  f"{stored_text(launch, record[f'maddr{lane}'], record[f'mval{lane}'])} "
+                  f"(lane {lane})" for lane in lanes_of(record["mwen"], lanes)]
         lines.append(f"{INDENT}store " + ", ".join(stores))
     if record["op"] == Op.BRA and record["exec"]:
         taken = lanes_of(record["taken"], lanes)
