@@ -60,3 +60,4 @@ def _magnitude_bits(value: Fraction) -> int:
 def f32_text(word: int) -> str:
     """The shortest decimal of the binary32 whose bits are `word` (`nan` for every NaN)."""
     return str(np.array(word & 0xFFFF_FFFF, dtype=np.uint32).view(np.float32))
+

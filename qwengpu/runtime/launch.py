@@ -28,7 +28,7 @@ from qwengpu.ptx.compile import compile_kernel, find_kernel, kernel_list, read_m
 from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
-from qwengpu.runtime.float_words import f32_bits, is_f32_value
+from qwengpu.runtime.memory_image import buffer_words, f32_buffer_problem, variable_words
 from qwengpu.runtime.launch_shape import (Dims, count, dims_of, launch_geometry, shape_problem,
                                           shape_refusal, shown, thread_name)
 from qwengpu.runtime.trap_address import fault_detail, formed_address
@@ -226,42 +226,16 @@ def _check_shape(data, source: _LaunchText):
     if not isinstance(buffers, dict):
         raise source.error("'buffers' must be an object: name -> list of integers", "buffers")
     for name, values in buffers.items():
-        if isinstance(values, dict):
-            _check_f32_buffer(name, values, source)
-            continue
         if not isinstance(values, list) or not all(_is_int(value) for value in values):
-            raise source.error(f"buffer {name!r} must be a list of integers, or "
-                               "{\"f32\": [numbers]}", name)
+            if (problem := f32_buffer_problem(name, values)) is not None:
+                raise source.error(problem, name)
+            continue
         for value in values:
             if not -(1 << 31) <= value < (1 << 32):
                 raise source.error(f"buffer {name!r} holds {value}, which is not a 32-bit "
                                    "integer (-2147483648 .. 4294967295)", name)
     if not isinstance(data["args"], list):
         raise source.error("'args' must be a list (buffer names and integers)", "args")
-
-
-def _check_f32_buffer(name: str, values: dict, source: _LaunchText):
-    """`{"f32": [...]}`: numbers, or "nan", "inf", "-inf" (docs/launch.md)."""
-    if list(values) != ["f32"] or not isinstance(values["f32"], list):
-        raise source.error(f"buffer {name!r} must be a list of integers, or "
-                           "{\"f32\": [numbers]}", name)
-    for value in values["f32"]:
-        if not is_f32_value(value):
-            raise source.error(f"buffer {name!r} holds {json.dumps(str(value))}, which is not "
-                               "a number, \"nan\", \"inf\" or \"-inf\"", name)
-
-
-def buffer_words(buffers: dict) -> tuple[dict[str, list[int]], set[str]]:
-    """The launch's buffers as words (f32 buffers as their values' bits), and the names of
-    the f32 ones."""
-    words, floats = {}, set()
-    for name, values in buffers.items():
-        if isinstance(values, dict):
-            words[name] = [f32_bits(value) for value in values["f32"]]
-            floats.add(name)
-        else:
-            words[name] = values
-    return words, floats
 
 
 def launch_for_program(program: Program, grid, block, buffers: dict[str, list[int]],
@@ -399,24 +373,6 @@ def _layout(buffers: dict, program: Program, limits: MachineLimits,
             f"{limits.memory_words} words of memory ({next_word - limits.memory_words} too "
             "many)", source.loc("buffers"), source.text)
     return regions
-
-
-def variable_words(variable: ir.Variable) -> list[int]:
-    """The initial memory words of a `.global`/`.const` variable (little-endian bytes)."""
-    size = -(-variable.size_bytes // 4) * 4
-    data = bytearray(size)
-    element = variable.element_bytes
-    for index, value in enumerate(variable.initializer or ()):
-        if not isinstance(value, int):
-            raise LaunchError(f"{variable.name} is initialised with an address, which is not "
-                              "supported", variable.loc)
-        start = index * element
-        if start + element > variable.size_bytes:
-            raise LaunchError(f"{variable.name} has more initial values than elements",
-                              variable.loc)
-        data[start:start + element] = (value & ((1 << (8 * element)) - 1)).to_bytes(
-            element, "little")
-    return [int.from_bytes(data[i:i + 4], "little") for i in range(0, size, 4)]
 
 
 def _param_words(args: list, buffers: dict, program: Program, addresses: dict[str, int],
