@@ -157,7 +157,8 @@ def write_checkpoint(schedule: Schedule, protocol: TraceProtocol, model, directo
     if precision_note:
         report += f"precision: {precision_note}\n"
     (directory / "schedule.txt").write_text(report)
-    _normalise_json(directory / "config.json")
+    for name in ("config.json", "generation_config.json"):
+        _normalise_json(directory / name)      # the same bytes whatever transformers wrote them
     return figures
 
 

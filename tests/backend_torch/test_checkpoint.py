@@ -39,7 +39,7 @@ def test_the_checkpoint_files(tmp_path):
     assert config["num_hidden_layers"] == 45 and "transformers_version" not in config
     generation = json.loads((tmp_path / "generation_config.json").read_text())
     assert generation["eos_token_id"] == compiled.protocol.eos_id
-    assert generation["do_sample"] is False
+    assert generation["do_sample"] is False and "transformers_version" not in generation
     report = (tmp_path / "schedule.txt").read_text()
     assert report.startswith(format_schedule(compiled.schedule))
     assert "precision: float32 (the default)" in report
