@@ -19,6 +19,17 @@ FRACTION_BITS = 23
 MIN_EXPONENT, MAX_EXPONENT = -126, 127
 
 
+class WrittenNumber(float):
+    """A JSON number with a fraction or an exponent, as its float, remembering the decimal the
+    file wrote (`json.loads(..., parse_float=WrittenNumber)`), so that `f32_bits` rounds it
+    once; elsewhere it prints and compares as the float."""
+
+    def __new__(cls, text: str):
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
 def is_f32_value(value) -> bool:
     """A number (not a bool) or one of the names in NAMED."""
     if isinstance(value, str):
@@ -31,8 +42,9 @@ def f32_bits(value) -> int:
     binary32."""
     if isinstance(value, str):
         return NAMED[value]
-    exact = Fraction(value)
-    sign = 1 << 31 if exact < 0 or (exact == 0 and str(value).startswith("-")) else 0
+    exact = Fraction(Decimal(value.text)) if isinstance(value, WrittenNumber) else Fraction(value)
+    written = value.text if isinstance(value, WrittenNumber) else str(value)
+    sign = 1 << 31 if exact < 0 or (exact == 0 and written.startswith("-")) else 0
     return sign | _magnitude_bits(abs(exact))
 
 

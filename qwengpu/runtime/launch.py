@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 
 from qwengpu.errors import CapacityError, LaunchError, Location, UserError
 from qwengpu.isa import MASK32, RZ, TRAP_TEXTS, Instruction, Op, Space, Trap
@@ -29,6 +28,7 @@ from qwengpu.ptx.cuda_lines import in_cuda_terms, put_in_cuda_terms, readable
 from qwengpu.ptx.program import MachineLimits, Program
 from qwengpu.ptx.ranges import Facts, default_facts, kept_to
 from qwengpu.runtime.memory_image import buffer_words, f32_buffer_problem, variable_words
+from qwengpu.runtime.float_words import WrittenNumber
 from qwengpu.runtime.launch_shape import (Dims, count, dims_of, launch_geometry, shape_problem,
                                           shape_refusal, shown, thread_name)
 from qwengpu.runtime.trap_address import fault_detail, formed_address
@@ -152,7 +152,7 @@ def load_launch(path: str, limits: MachineLimits | None = None) -> Launch:
         raise LaunchError(f"cannot read the launch file: {error}", Location(path)) from None
     source = _LaunchText(path, text)
     try:
-        data = json.loads(text, parse_float=Decimal)      # f32 buffers round from the text
+        data = json.loads(text, parse_float=WrittenNumber)    # f32 buffers round from the text
     except json.JSONDecodeError as error:
         raise LaunchError(f"not valid JSON: {error.msg}",
                           Location(path, error.lineno, error.colno), text) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 
 import pytest
 
@@ -52,13 +53,24 @@ def replay(ids, protocol):
     return state
 
 
+def buffer_words(values) -> list[int]:
+    """A launch file's buffer as words: integers mod 2^32, {"f32": [...]} as binary32 bits
+    (struct rounds the example's values, none of which lies near a tie)."""
+    if isinstance(values, dict):
+        named = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+        return [struct.unpack("<I", struct.pack("<f", named.get(value, value)
+                                                 if isinstance(value, str) else value))[0]
+                for value in values["f32"]]
+    return [value % 2**32 for value in values]
+
+
 def buffer_bases(launch_file: dict, align_words: int = 1) -> dict[str, int]:
     """docs/launch.md, "Memory layout": buffers in file order from word 0, each at a multiple
     of the kernel's widest access."""
     bases, word = {}, 0
     for name, values in launch_file["buffers"].items():
         bases[name] = word = -(-word // align_words) * align_words
-        word += len(values)
+        word += len(buffer_words(values))
     return bases
 
 
@@ -69,9 +81,10 @@ def expected_state(launch_file: dict, instructions, shared_words=0, local_words=
     memory = [0] * 126
     bases = buffer_bases(launch_file, buffer_align_words)
     for (name, values), base in zip(launch_file["buffers"].items(), bases.values()):
-        memory[base:base + len(values)] = [value % 2**32 for value in values]
-    end = max((base + len(launch_file["buffers"][name]) for name, base in bases.items()),
-              default=0)
+        words = buffer_words(values)
+        memory[base:base + len(words)] = words
+    end = max((base + len(buffer_words(launch_file["buffers"][name]))
+               for name, base in bases.items()), default=0)
     program = [i.encode() for i in instructions] + [0] * (128 - len(instructions))
     per_block = -(-block // 4)
     # docs/launch.md, "Memory layout": a window a block of shared memory after the buffers,
