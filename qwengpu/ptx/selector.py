@@ -3,7 +3,8 @@
 `Selector` walks a kernel body and hands each PTX instruction to the handler registered for
 its opcode (`@handles("add", "sub")` in `select_integer`, `select_wide`, `select_memory` and
 `select_extended`, which `qwengpu.ptx.select` imports before it selects anything); the `.f32`
-form of an opcode goes to the handler `@handles_float` registered (`select_float`), or is
+form of an opcode goes to the handler `@handles_float` registered (`select_float`,
+`select_convert`), or is
 refused as floating-point arithmetic.
 It gives handlers a small vocabulary:
 
@@ -44,7 +45,7 @@ F32_AS_BITS = frozenset({"mov", "ld", "st", "selp"})
 # Opcodes whose own handler explains why their `.f32` form is refused.
 F32_OWN_MESSAGE = frozenset({"atom", "red"})
 FLOAT_ARITHMETIC = ("floating-point arithmetic (QwenGPU has no FPU yet; comparisons, min/max, "
-                    "neg/abs and moves of .f32 are supported)")
+                    "neg/abs, moves of .f32 and cvt to and from 32-bit integers are supported)")
 
 # Special registers PTX has and QwenGPU does not; the ones the loader reads are SPECIALS.
 OTHER_SPECIAL_REGISTERS = {"%clock", "%clock_hi", "%smid", "%nsmid", "%gridid",

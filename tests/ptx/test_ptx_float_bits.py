@@ -285,8 +285,7 @@ def refusal(line: str, registers: str = ".reg .f32 %f<4>;") -> PtxError:
 @pytest.mark.parametrize("line", [
     "add.f32 %f1, %f2, %f3;", "sub.rn.f32 %f1, %f2, %f3;", "mul.ftz.f32 %f1, %f2, %f3;",
     "fma.rn.f32 %f1, %f2, %f3, %f0;", "div.rn.f32 %f1, %f2, %f3;", "sqrt.rn.f32 %f1, %f2;",
-    "rcp.rn.f32 %f1, %f2;", "ex2.approx.f32 %f1, %f2;", "cvt.rn.f32.s32 %f1, 3;",
-    "cvt.rzi.s32.f32 %f1, %f2;", "setp.lt.f32.f64 %p, %f1, %f2;"])
+    "rcp.rn.f32 %f1, %f2;", "ex2.approx.f32 %f1, %f2;", "setp.lt.f32.f64 %p, %f1, %f2;"])
 def test_float_arithmetic_is_refused_at_its_line(line):
     error = refusal(line)
     assert error.loc.line == 8
@@ -360,8 +359,8 @@ def test_nvcc_float_addition_is_refused_at_its_cuda_line():
         compile_kernel(module, "float_add")
     error = caught.value
     assert error.message == ("'add.f32' is not supported by QwenGPU: floating-point arithmetic "
-                             "(QwenGPU has no FPU yet; comparisons, min/max, neg/abs and moves "
-                             "of .f32 are supported)")
+                             "(QwenGPU has no FPU yet; comparisons, min/max, neg/abs, moves "
+                             "of .f32 and cvt to and from 32-bit integers are supported)")
     rendered = error.render()
     assert "float_bits.cu:32:5: note: from this CUDA line" in rendered
     assert "c[i] = a[i] + b[i];" in rendered

@@ -358,7 +358,8 @@ def _release(text: str) -> str | None:
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("name", ["arith", "control", "wide", "memory", "unsupported", "bounds",
-                                  "cuda_errors", "traps", "local", "spill", "float_bits"])
+                                  "cuda_errors", "traps", "local", "spill", "float_bits",
+                                  "float_convert"])
 def test_checked_in_ptx_is_what_nvcc_makes(name):
     """The same text from the same nvcc release (apart from the debug strings, which hash the
     source's path); from another release, the same text apart from the header comments that
