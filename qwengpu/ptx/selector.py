@@ -60,26 +60,25 @@ SPECIALS_SHOWN = ("%tid", "%ntid", "%ctaid", "%nctaid (.x, .y, .z)", "%laneid", 
                   "%nwarpid")
 
 
-def handles(*opcodes: str) -> Callable[[Handler], Handler]:
-    """Register a handler for PTX opcodes (the part before the first dot)."""
-
+def _registrar(table: dict[str, Handler], opcodes: tuple[str, ...]
+               ) -> Callable[[Handler], Handler]:
     def register(function: Handler) -> Handler:
         for opcode in opcodes:
-            HANDLERS[opcode] = function
+            table[opcode] = function
         return function
 
     return register
+
+
+def handles(*opcodes: str) -> Callable[[Handler], Handler]:
+    """Register a handler for PTX opcodes (the part before the first dot)."""
+    return _registrar(HANDLERS, opcodes)
 
 
 def handles_float(*opcodes: str) -> Callable[[Handler], Handler]:
-    """Register the handler of the `.f32` form of PTX opcodes (`qwengpu.ptx.select_float`)."""
-
-    def register(function: Handler) -> Handler:
-        for opcode in opcodes:
-            FLOAT_HANDLERS[opcode] = function
-        return function
-
-    return register
+    """Register the handler of the `.f32` form of PTX opcodes (`select_float`,
+    `select_convert`)."""
+    return _registrar(FLOAT_HANDLERS, opcodes)
 
 
 def _as_bits(ins: ir.Instruction, type_name: str) -> str:
