@@ -69,6 +69,7 @@ class Stepper:
     def __init__(self, engine, prompt: list[int], batch: int, tokens: int):
         self.engine, self.prompt, self.batch, self.tokens = engine, prompt, batch, tokens
         self.session = None
+        self.steps = None
 
     def step_seconds(self) -> float:
         """The time of the next decode step (a new session's prefill is not counted)."""

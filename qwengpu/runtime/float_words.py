@@ -34,7 +34,7 @@ def is_f32_value(value) -> bool:
     """A number (not a bool) or one of the names in NAMED."""
     if isinstance(value, str):
         return value in NAMED
-    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def f32_bits(value) -> int:
