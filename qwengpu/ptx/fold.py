@@ -27,9 +27,9 @@ COMMUTATIVE = {Op.ADD, Op.MUL, Op.MULHI_S, Op.MULHI_U, Op.MIN_S, Op.MIN_U, Op.MA
                Op.AND, Op.OR, Op.XOR}
 
 
-def fold(op: Op, a: int, b: int) -> int:
-    """`op` applied to two known words: the spec's own ALU computes it."""
-    return alu_result(op, a & MASK32, b & MASK32)
+def fold(op: Op, a: int, b: int, c: int = 0) -> int:
+    """`op` applied to known words (c where it reads one): the spec's own ALU computes it."""
+    return alu_result(op, a & MASK32, b & MASK32, c & MASK32)
 
 
 def compare(cmp: Cmp, a: int, b: int) -> bool:

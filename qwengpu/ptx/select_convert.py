@@ -19,6 +19,10 @@ nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instruct
   from 2^23 up (and ±inf) the input itself.  A NaN gives the canonical NaN 0x7FFFFFFF (what
   min/max return, `select_float`).
 
+- `cvt{.ftz}.sat.f32.f32` (`__saturatef`): clamped to [+0.0, 1.0], a NaN to +0.0, -0.0 to
+  +0.0 (libdevice's `__nv_saturatef`: "Clamp the input argument x to be within the interval
+  [+0.0, 1.0]").
+
 64-bit integers, .f16/.bf16/.f64 and every other float conversion stay refused.  Known
 operands are converted here at load time (`fold_*`).
 """
@@ -31,7 +35,8 @@ from fractions import Fraction
 
 from qwengpu.isa import MASK32, Cmp, Op
 from qwengpu.ptx import ir
-from qwengpu.ptx.select_float import CANONICAL_NAN, INFINITY, MAGNITUDE, SIGN, choose
+from qwengpu.ptx.select_float import (CANONICAL_NAN, INFINITY, MAGNITUDE, SIGN, choose,
+                                      flush_subnormal, saturate)
 from qwengpu.ptx.selector import Selector, handles_float
 from qwengpu.ptx.vcode import Source, VPred
 
@@ -60,6 +65,9 @@ def lower_float_cvt(sel: Selector, ins: ir.Instruction):
                                        "from 8- and 16-bit integers, and to an integral .f32)")
     rounding = [m for m in others if m in INTEGER_ROUNDING or m in FLOAT_ROUNDING]
     flush = "ftz" in others
+    if to_type == from_type == "f32" and not rounding and "sat" in others:
+        lower_saturate(sel, ins, others)
+        return
     allowed = {"ftz", *rounding} | ({"sat"} if to_type != "f32" else set())
     for modifier in others:
         if modifier not in allowed:
@@ -79,6 +87,18 @@ def lower_float_cvt(sel: Selector, ins: ir.Instruction):
     else:
         result = float_to_integer(sel, source, to_type == "s32", mode, flush)
     sel.write(destination, result)
+
+
+def lower_saturate(sel: Selector, ins: ir.Instruction, modifiers: list[str]):
+    """`cvt{.ftz}.sat.f32.f32` (`__saturatef`): the input clamped to [+0.0, 1.0], a NaN to +0.0."""
+    for modifier in modifiers:
+        if modifier not in ("sat", "ftz"):
+            raise sel.unsupported(ins, f"the .{modifier} modifier")
+    destination, a = sel.operands(ins, 2)
+    bits = sel.value(a)
+    if "ftz" in modifiers:
+        bits = flush_subnormal(sel, bits)
+    sel.write(destination, saturate(sel, bits))
 
 
 def add_if(sel: Selector, predicate: VPred, value: Source, amount: int) -> Source:

@@ -29,6 +29,7 @@ SIGN = 0x8000_0000
 MAGNITUDE = 0x7FFF_FFFF          # also the canonical NaN PTX's min/max return
 INFINITY = 0x7F80_0000           # also the exponent field
 SMALLEST_NORMAL = 0x0080_0000
+ONE = 0x3F80_0000
 CANONICAL_NAN = 0x7FFF_FFFF
 INT_MAX, INT_MIN = 0x7FFF_FFFF, 0x8000_0000
 
@@ -64,6 +65,16 @@ def choose(sel: Selector, predicate: VPred, if_true: Source, if_false: Source) -
     result = sel.temp()
     sel.emit(Op.SELP, d=result, a=sel.register(if_true), b=operand_b(if_false), c=predicate)
     return result
+
+
+def saturate(sel: Selector, bits: Source) -> Source:
+    """`.sat`: clamp to [+0.0, 1.0]; every NaN and every negative value, -0.0 included, give
+    +0.0 (PTX: "NaN results are flushed to +0.0f").  As unsigned words, the negatives and the NaN
+    are the words above +infinity's."""
+    if isinstance(bits, int):
+        return 0 if bits > INFINITY else min(bits, ONE)
+    clamped = sel.alu(Op.MIN_U, bits, ONE)
+    return choose(sel, sel.compare(Cmp.HI, bits, INFINITY), 0, clamped)
 
 
 def is_nan_bits(bits: int) -> bool:

@@ -4,8 +4,7 @@
 its opcode (`@handles("add", "sub")` in `select_integer`, `select_wide`, `select_memory` and
 `select_extended`, which `qwengpu.ptx.select` imports before it selects anything); the `.f32`
 form of an opcode goes to the handler `@handles_float` registered (`select_float`,
-`select_convert`), or is
-refused as floating-point arithmetic.
+`select_convert`, `select_fpu`), or is refused as floating-point arithmetic.
 It gives handlers a small vocabulary:
 
 - operands: `value(op, width, signed)` reads a PTX operand as a 32-bit source extended from
@@ -37,15 +36,18 @@ from qwengpu.ptx.vcode import TRUE, ZERO, Source, SymbolRef, VInstr, VLabel, VPr
 
 Handler = Callable[["Selector", ir.Instruction], None]
 HANDLERS: dict[str, Handler] = {}
-# Handlers of `.f32` instructions that are integer operations on the bits (`select_float`,
-# registered with `@handles_float`); other `.f32` instructions are refused as arithmetic.
+# Handlers of `.f32` instructions, registered with `@handles_float`: integer operations on the
+# bits (`select_float`, `select_convert`) and the FPU's add and sub (`select_fpu`); other
+# `.f32` instructions are refused as arithmetic the FPU does not have yet.
 FLOAT_HANDLERS: dict[str, Handler] = {}
 # Opcodes that only move an `.f32` value: they run it as the `.b32` word it is.
 F32_AS_BITS = frozenset({"mov", "ld", "st", "selp"})
 # Opcodes whose own handler explains why their `.f32` form is refused.
 F32_OWN_MESSAGE = frozenset({"atom", "red"})
-FLOAT_ARITHMETIC = ("floating-point arithmetic (QwenGPU has no FPU yet; comparisons, min/max, "
-                    "neg/abs, moves of .f32 and cvt to and from 32-bit integers are supported)")
+FLOAT_ARITHMETIC = ("floating-point arithmetic QwenGPU's FPU does not have yet (it adds and "
+                    "subtracts; mul, fma, div, sqrt, rcp and the .approx functions are not "
+                    "built; comparisons, min/max, neg/abs, moves of .f32 and cvt to and from "
+                    "32-bit integers are supported)")
 
 # Special registers PTX has and QwenGPU does not; the ones the loader reads are SPECIALS.
 OTHER_SPECIAL_REGISTERS = {"%clock", "%clock_hi", "%smid", "%nsmid", "%gridid",

@@ -58,6 +58,11 @@ def register_text(value: int, is_float: bool) -> str:
     return f"{f32_text(value)} ({value & MASK32:#010x})" if is_float else str(signed_word(value))
 
 
+def written_text(value: int, op: int, is_float: bool) -> str:
+    """A register write: fadd.s1's sum word in hex (it is no number), else `register_text`."""
+    return f"{value & MASK32:#010x}" if op == Op.FADD1 else register_text(value, is_float)
+
+
 def _ptx_opcode_is_f32(program, pc: int) -> bool:
     """Whether the machine instruction at pc comes from a PTX instruction of type .f32 (a
     load of a float shows the float it read)."""
@@ -92,8 +97,10 @@ def format_record(index: int, record: dict[str, int], launch: Launch) -> list[st
         lines.append(f"{INDENT}TRAP: {kind} (lane {record['trap_lane']}); the machine stops")
         return lines
     if record["rwen"]:
-        loads_float = record["op"] == Op.LD and _ptx_opcode_is_f32(program, pc)
-        values = [register_text(record[f"rval{lane}"], loads_float)
+        # a float the FPU computed, or one a load of a float read, shows beside its bits
+        is_float = record["op"] == Op.FADD2 or (record["op"] == Op.LD
+                                                 and _ptx_opcode_is_f32(program, pc))
+        values = [written_text(record[f"rval{lane}"], record["op"], is_float)
                   if record["rwen"] >> lane & 1 else "." for lane in range(lanes)]
         lines.append(f"{INDENT}r{record['rd']} = [{', '.join(values)}]")
     if record["pwen"]:

@@ -20,7 +20,7 @@ def test_check_summarises_the_machine(capsys):
     out = capsys.readouterr().out
     for line in ["lanes per warp        4", "warps                 8",
                  "registers per lane    15", "memory words          126",
-                 "opcodes               48 (members of enum Op)",
+                 "opcodes               50 (members of enum Op)",
                  "pipeline stages       4: fetch -> decode -> execute -> writeback"]:
         assert line in out
     assert "regs          memory [8][4][15] x u32" in out

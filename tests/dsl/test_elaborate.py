@@ -39,7 +39,7 @@ def test_qwengpu_spec_has_the_state_and_numbers_of_docs_isa():
                          "local_words": (8, 0)}
     assert [stage.name for stage in design.stages] == ["fetch", "decode", "execute",
                                                        "writeback"]
-    assert len(design.enums["Op"]) == 48
+    assert len(design.enums["Op"]) == 50
     widths = {f.name: f.width for f in design.record}
     assert widths == {"warp": 3, "pc": 7, "active": 4, "exec": 4, "op": 6, "rd": 4, "rwen": 4,
                       **{f"rval{i}": 32 for i in range(4)}, "pd": 3, "pwen": 4, "pval": 4,

@@ -24,12 +24,12 @@ SPEC = ROOT / "specs" / "qwengpu.hdl"
 # The three edits of docs/hdl.md, "Adding an instruction": the opcode with its assembly form,
 # its meaning in the ALU, and its class (it writes register d).
 EDITS = [
-    ('    ST_U16 = 47 "st{space:Space}.u16 [ra+imm], rb",   // the halfword at a + imm = b\'s low half\n',
-     '    ST_U16 = 47 "st{space:Space}.u16 [ra+imm], rb",   // the halfword at a + imm = b\'s low half\n'
-     '    ANDN = 48 "andn rd, ra, B",         // d = a & ~B\n'),
+    ('    FADD2 = 49 "fadd.s2 rd, ra, B, rc", // d = a + B, rounded, from c = fadd.s1 a, B\n',
+     '    FADD2 = 49 "fadd.s2 rd, ra, B, rc", // d = a + B, rounded, from c = fadd.s1 a, B\n'
+     '    ANDN = 50 "andn rd, ra, B",         // d = a & ~B\n'),
     ("        Op.XOR     => a ^ b,\n", "        Op.XOR     => a ^ b,\n        Op.ANDN    => a & ~b,\n"),
-    ("| Op.SHFL | Op.VOTE => 1,", "| Op.SHFL | Op.VOTE | Op.ANDN => 1,"),
-    ("out bad_opcode = (op == Op.INVALID) | (op > Op.ST_U16);",
+    ("| Op.FADD2 => 1,", "| Op.FADD2 | Op.ANDN => 1,"),
+    ("out bad_opcode = (op == Op.INVALID) | (op > Op.FADD2);",
      "out bad_opcode = (op == Op.INVALID) | (op > Op.ANDN);"),
 ]
 SMALL = {"LANES": 1, "WARPS": 1, "REGS": 4, "PREDS": 2, "MEM_WORDS": 8, "PROG_WORDS": 16,
@@ -60,7 +60,7 @@ def grown_spec(tmp_path_factory) -> Path:
 def test_the_grown_isa_has_the_instruction(grown_spec):
     isa = load_machine(grown_spec, SMALL).isa
     andn = isa.opcodes["ANDN"]
-    assert andn.value == 48 and andn.syntax.text == "andn rd, ra, B"
+    assert andn.value == 50 and andn.syntax.text == "andn rd, ra, B"
     assert andn.classes == {"writes_register"}
     program = assemble(PROGRAM, "andn.s", isa)
     assert [format_instruction(i, isa) for i in program.instructions][2:4] == \

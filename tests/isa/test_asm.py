@@ -22,7 +22,9 @@ def canonical_examples() -> list[Instruction]:
                      Instruction(op, d=14, a=RZ, bimm=True, imm=0xFFFF_FFFF),
                      Instruction(op, d=0, a=1, bimm=True, imm=0x8000_0000)]
     examples += [Instruction(Op.MAD, d=1, a=2, b=3, c=4),
-                 Instruction(Op.MAD, d=1, a=2, bimm=True, imm=7, c=RZ)]
+                 Instruction(Op.MAD, d=1, a=2, bimm=True, imm=7, c=RZ),
+                 Instruction(Op.FADD2, d=1, a=2, b=3, c=4),
+                 Instruction(Op.FADD2, d=1, a=2, bimm=True, imm=0x3F80_0000, c=5)]
     for code in range(16):
         examples.append(Instruction(Op.SETP, d=code % 8, a=2, b=3, c=code))
     examples.append(Instruction(Op.SETP, d=0, a=2, bimm=True, imm=0xFFFF_FFFB, c=Cmp.LT))

@@ -10,7 +10,10 @@ semantics of PTX, written in the tests themselves).
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
+
+import numpy as np
 
 from qwengpu.isa import Instruction, Op
 
@@ -41,6 +44,36 @@ ALU = {
     Op.SHR_U: lambda a, b, c: a >> b if b < 32 else 0,
     Op.SHR_S: lambda a, b, c: _s(a) >> min(b, 31),
 }
+
+
+def _fadd_sum_word(a: int, b: int, c: int) -> int:
+    """fadd.s1 as docs/isa.md words it: the larger magnitude's sign in bit 31 and, in bits
+    27..0, its significand (hidden bit, 3 guard bits) plus or minus the smaller one shifted
+    right by the exponents' difference, the bits shifted out ORed into bit 0."""
+    x, y = (b, a) if b & 0x7FFF_FFFF > a & 0x7FFF_FFFF else (a, b)
+
+    def scaled(word):
+        field = word >> 23 & 0xFF
+        return max(field, 1), ((word & 0x7F_FFFF) | (1 << 23 if field else 0)) << 3
+
+    (ex, mx), (ey, my) = scaled(x), scaled(y)
+    shift = ex - ey
+    aligned = (my >> shift) | (my & ((1 << shift) - 1) != 0)
+    total = mx - aligned if (a ^ b) >> 31 else mx + aligned
+    return (x & 0x8000_0000) | total
+
+
+def _float_sum(a: int, b: int, c: int) -> int:
+    """fadd.s2 (after fadd.s1 of the same a and b): the binary32 sum, as numpy's float32 adds
+    it, NaN results the canonical 0x7FFFFFFF."""
+    x, y = (np.float32(struct.unpack("<f", struct.pack("<I", w))[0]) for w in (a, b))
+    with np.errstate(all="ignore"):
+        total = x + y
+    return 0x7FFF_FFFF if np.isnan(total) else struct.unpack("<I", struct.pack("<f", total))[0]
+
+
+ALU[Op.FADD1] = _fadd_sum_word
+ALU[Op.FADD2] = _float_sum
 CMP = [lambda a, b: a == b, lambda a, b: a != b, lambda a, b: _s(a) < _s(b),
        lambda a, b: _s(a) <= _s(b), lambda a, b: _s(a) > _s(b), lambda a, b: _s(a) >= _s(b),
        lambda a, b: a < b, lambda a, b: a <= b, lambda a, b: a > b, lambda a, b: a >= b]

@@ -283,14 +283,14 @@ def refusal(line: str, registers: str = ".reg .f32 %f<4>;") -> PtxError:
 
 
 @pytest.mark.parametrize("line", [
-    "add.f32 %f1, %f2, %f3;", "sub.rn.f32 %f1, %f2, %f3;", "mul.ftz.f32 %f1, %f2, %f3;",
+    "mul.f32 %f1, %f2, %f3;", "mul.ftz.f32 %f1, %f2, %f3;",
     "fma.rn.f32 %f1, %f2, %f3, %f0;", "div.rn.f32 %f1, %f2, %f3;", "sqrt.rn.f32 %f1, %f2;",
     "rcp.rn.f32 %f1, %f2;", "ex2.approx.f32 %f1, %f2;", "setp.lt.f32.f64 %p, %f1, %f2;"])
 def test_float_arithmetic_is_refused_at_its_line(line):
     error = refusal(line)
     assert error.loc.line == 8
     if "f64" not in line:
-        assert "floating-point arithmetic (QwenGPU has no FPU yet" in error.message
+        assert "floating-point arithmetic QwenGPU's FPU does not have yet" in error.message
 
 
 @pytest.mark.parametrize("line,message", [
@@ -353,14 +353,16 @@ def test_nvcc_comparison_kernels():
         assert classes.words["flags"] == expected_classes
 
 
-def test_nvcc_float_addition_is_refused_at_its_cuda_line():
+def test_nvcc_float_multiplication_is_refused_at_its_cuda_line():
     module = parse_ptx_file(str(Path(__file__).parent / "data" / "float_bits.ptx"))
     with pytest.raises(PtxError) as caught:
-        compile_kernel(module, "float_add")
+        compile_kernel(module, "float_mul")
     error = caught.value
-    assert error.message == ("'add.f32' is not supported by QwenGPU: floating-point arithmetic "
-                             "(QwenGPU has no FPU yet; comparisons, min/max, neg/abs, moves "
-                             "of .f32 and cvt to and from 32-bit integers are supported)")
+    assert error.message == ("'mul.f32' is not supported by QwenGPU: floating-point arithmetic "
+                             "QwenGPU's FPU does not have yet (it adds and subtracts; mul, fma, "
+                             "div, sqrt, rcp and the .approx functions are not built; "
+                             "comparisons, min/max, neg/abs, moves of .f32 and cvt to and from "
+                             "32-bit integers are supported)")
     rendered = error.render()
-    assert "float_bits.cu:32:5: note: from this CUDA line" in rendered
-    assert "c[i] = a[i] + b[i];" in rendered
+    assert "float_bits.cu:38:5: note: from this CUDA line" in rendered
+    assert "c[i] = a[i] * b[i];" in rendered

@@ -31,3 +31,18 @@ extern "C" __global__ void float_add(const float *a, const float *b, float *c)
     int i = threadIdx.x;
     c[i] = a[i] + b[i];
 }
+
+extern "C" __global__ void float_mul(const float *a, const float *b, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = a[i] * b[i];
+}
+
+extern "C" __global__ void float_add_sub(const float *a, const float *b, float *out)
+{
+    int i = threadIdx.x;
+    float x = a[i], y = b[i];
+    out[3 * i] = x - y;
+    out[3 * i + 1] = __saturatef(x + y);
+    out[3 * i + 2] = (x + 1.5f) - y;
+}

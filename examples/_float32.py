@@ -1,0 +1,53 @@
+"""binary32 helpers for the float example models: numpy's float32, never the project's code.
+
+numpy adds float32 values in float32 on the CPU, which is IEEE-754 arithmetic (round to nearest
+even, subnormals kept): an independent reference for the machine's FPU.  What CUDA adds on top
+is PTX's rule that every NaN a float instruction produces is the canonical NaN 0x7FFFFFFF
+(`word_of` writes NaN results so); a NaN merely moved (a load, a store) keeps its bits, which
+`float_of` and `word_of` do for values they do not compute.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+CANONICAL_NAN = 0x7FFF_FFFF
+NAMED = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def words(values) -> list[int]:
+    """A launch buffer as int32 words: integers as they are, {"f32": [...]} as binary32 bits
+    (the decimal rounded once to the nearest binary32, as numpy's float32 parses it)."""
+    if not isinstance(values, dict):
+        return values
+    out = []
+    for value in values["f32"]:
+        number = NAMED.get(value, value) if isinstance(value, str) else value
+        out.append(int(np.array([str(number)], dtype=np.float32).view(np.int32)[0]))
+    return out
+
+
+def float_of(word: int) -> np.float32:
+    return np.array([word], dtype=np.int64).astype(np.int32).view(np.float32)[0]
+
+
+def word_of(value: np.float32) -> int:
+    """The int32 word of an arithmetic result: its bits, or the canonical NaN."""
+    value = np.float32(value)
+    if np.isnan(value):
+        return CANONICAL_NAN
+    return int(np.array([value], dtype=np.float32).view(np.int32)[0])
+
+
+def add(a: np.float32, b: np.float32) -> np.float32:
+    """a + b, one float32 rounding (overflow to infinity is no error)."""
+    with np.errstate(all="ignore"):
+        return np.float32(a) + np.float32(b)
+
+
+def float_launch(launch: dict) -> dict:
+    """The launch with every float buffer as words, for `_int32.run_grid`."""
+    return {**launch, "buffers": {name: words(values)
+                                  for name, values in launch["buffers"].items()}}

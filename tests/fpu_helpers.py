@@ -1,0 +1,111 @@
+"""Operands and the independent reference for the FPU's tests, and its gadget machine.
+
+`operand_pairs(rng, n)` draws binary32 operand pairs as uint32 bit patterns, mixed so that
+every path of an adder is taken often: uniform bit patterns (any exponent, NaNs and
+infinities among them), special values (signed zeros, infinities, NaNs with payloads, the
+largest and smallest normals and subnormals), subnormals, pairs with nearby exponents and
+opposite signs (cancellation, the normalising shift), pairs whose exponents differ by 22..27
+(the guard, round and sticky bits; ties to even), and sums that overflow.
+
+`reference_add(a, b)` is numpy's float32 addition (IEEE-754, round to nearest even, the
+CPU's own adder), with every NaN result written as PTX's canonical NaN 0x7FFFFFFF.  It never
+uses the project's code.
+
+`fpu_gadget_spec(path)` writes a small machine around the FPU section of specs/qwengpu.hdl
+(the real functions, read from the spec, not a copy): each lane adds `xs[lane][pair]` and
+`ys[lane][pair]` in two steps, `fadd.s1` then `fadd.s2`, and the record carries the word.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "specs" / "qwengpu.hdl"
+CANONICAL_NAN = 0x7FFF_FFFF
+SPECIALS = np.array([0x0000_0000, 0x8000_0000, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000,
+                     0xFFC0_0000, 0x7F80_0001, 0xFFBF_FFFF, 0x7F7F_FFFF, 0xFF7F_FFFF,
+                     0x0080_0000, 0x8080_0000, 0x0000_0001, 0x8000_0001, 0x007F_FFFF,
+                     0x807F_FFFF, 0x3F80_0000, 0xBF80_0000, 0x4B80_0000, 0x3380_0000],
+                    dtype=np.uint32)
+
+
+def _bits(rng, n: int, high: int = 1 << 32) -> np.ndarray:
+    return rng.integers(0, high, n, dtype=np.uint64).astype(np.uint32)
+
+
+def operand_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n pairs (a, b) of uint32 bit patterns, shuffled together from the kinds above."""
+    kind = rng.integers(0, 6, n)
+    a, b = _bits(rng, n), _bits(rng, n)
+    special = kind == 1
+    a[special] = SPECIALS[rng.integers(0, len(SPECIALS), special.sum())]
+    b[special] = np.where(rng.random(special.sum()) < 0.5,
+                          SPECIALS[rng.integers(0, len(SPECIALS), special.sum())], b[special])
+    subnormal = kind == 2
+    a[subnormal] = _bits(rng, subnormal.sum(), 1 << 23) | (_bits(rng, subnormal.sum(), 2) << 31)
+    b[subnormal] = np.where(rng.random(subnormal.sum()) < 0.5,
+                            _bits(rng, subnormal.sum(), 1 << 25), b[subnormal])
+    near = kind == 3                      # nearby exponents, often opposite signs
+    b[near] = a[near] ^ _bits(rng, near.sum(), 1 << 26) ^ (_bits(rng, near.sum(), 2) << 31)
+    rounding = kind == 4                  # exponents 22..27 apart: guard, sticky, ties
+    shift = rng.integers(22, 28, rounding.sum()).astype(np.uint32)
+    exponent = (a[rounding] >> 23) & 0xFF
+    lower = np.where(exponent > shift, exponent - shift, 1).astype(np.uint32)
+    mantissa = np.where(rng.random(rounding.sum()) < 0.5, 0, _bits(rng, rounding.sum(), 1 << 23))
+    b[rounding] = (_bits(rng, rounding.sum(), 2) << 31) | (lower << 23) | mantissa.astype(np.uint32)
+    large = kind == 5                     # overflow to infinity, or just below it
+    a[large] = (a[large] & 0x807F_FFFF) | (rng.integers(250, 255, large.sum()).astype(np.uint32) << 23)
+    b[large] = (a[large] & 0x8000_0000) | (b[large] & 0x7F_FFFF) | (254 << 23)
+    return a, b
+
+
+def reference_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a + b in binary32 by numpy, NaN results as the canonical NaN (uint32 words)."""
+    with np.errstate(all="ignore"):
+        result = (a.view(np.float32) + b.view(np.float32)).view(np.uint32).copy()
+    result[(result & 0x7FFF_FFFF) > 0x7F80_0000] = CANONICAL_NAN
+    return result
+
+
+def fpu_section() -> str:
+    """The FPU's functions, as specs/qwengpu.hdl writes them."""
+    text = SPEC.read_text()
+    return text[text.index("// ---- The FPU"):text.index("// The arithmetic and logic instructions")]
+
+
+GADGET = """// The FPU of specs/qwengpu.hdl alone (tests/fpu_helpers.py writes this file): each step
+// every lane runs fadd.s1 (phase 0) or fadd.s2 (phase 1) on its pair of operands.
+machine fpu_add;
+
+param LANES = 4;
+param PAIRS = 16;
+
+type Word = u32;
+memory xs[LANES][PAIRS] : Word;
+memory ys[LANES][PAIRS] : Word;
+memory partial[LANES] : Word;
+register pair : u(clog2(PAIRS) + 1);
+register phase : bool;
+
+{fpu}
+stage fpu {{
+    stop when pair == PAIRS;
+    for lane in 0..LANES {{
+        let a = xs[lane][pair];
+        let b = ys[lane][pair];
+        out word[lane] : Word = phase ? fadd2(a, b, partial[lane]) : fadd1(a, b);
+        partial[lane] <= word[lane];
+    }}
+    emit pair, phase, word;
+    phase <= !phase;
+    pair <= phase ? pair + 1 : pair;
+}}
+"""
+
+
+def fpu_gadget_spec(path: Path) -> Path:
+    path.write_text(GADGET.format(fpu=fpu_section()))
+    return path
