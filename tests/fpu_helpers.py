@@ -109,3 +109,39 @@ stage fpu {{
 def fpu_gadget_spec(path: Path) -> Path:
     path.write_text(GADGET.format(fpu=fpu_section()))
     return path
+
+
+def reference_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * b in binary32 by numpy, NaN results as the canonical NaN (uint32 words)."""
+    with np.errstate(all="ignore"):
+        result = (a.view(np.float32) * b.view(np.float32)).view(np.uint32).copy()
+    result[(result & 0x7FFF_FFFF) > 0x7F80_0000] = CANONICAL_NAN
+    return result
+
+
+def multiply_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n pairs (a, b) for a multiplier: `operand_pairs`' mix, and as many again of products
+    at the edges: exponents summing to just above or below the subnormal boundary (results
+    subnormal, or rounding up into the smallest normal) and the overflow boundary, subnormal
+    times large, and short significands (few bits set: exact products and exact ties)."""
+    a, b = operand_pairs(rng, n)
+    kind = rng.integers(0, 8, n)
+    signs = _bits(rng, n, 2) << 31
+    mantissa_a, mantissa_b = _bits(rng, n, 1 << 23), _bits(rng, n, 1 << 23)
+    exponent_a = rng.integers(1, 255, n)
+    boundary = np.where(kind < 2, rng.integers(100, 130, n), rng.integers(370, 385, n))
+    exponent_b = np.clip(boundary - exponent_a, 1, 254)
+    edge = kind < 4                                  # underflow (0, 1), overflow (2, 3)
+    short = kind == 4                                # 1..12 significant bits: ties
+    width = rng.integers(1, 13, n).astype(np.uint32)
+    mantissa_a = np.where(short, (mantissa_a >> (23 - width)) << (23 - width), mantissa_a)
+    mantissa_b = np.where(short, (mantissa_b >> (23 - width)) << (23 - width), mantissa_b)
+    exponent_b = np.where(short, rng.integers(1, 255, n), exponent_b)
+    tiny = kind == 5                                 # a subnormal times a large normal
+    exponent_a = np.where(tiny, 0, exponent_a)
+    exponent_b = np.where(tiny, rng.integers(127, 255, n), exponent_b)
+    built = kind < 6
+    a = np.where(built, signs | (exponent_a.astype(np.uint32) << 23) | mantissa_a, a)
+    b = np.where(built, (_bits(rng, n, 2) << 31) | (exponent_b.astype(np.uint32) << 23)
+                 | mantissa_b, b)
+    return a.astype(np.uint32), b.astype(np.uint32)

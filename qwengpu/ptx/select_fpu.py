@@ -1,4 +1,4 @@
-"""Instruction selection for float arithmetic on the machine's FPU: `add` and `sub` of `.f32`.
+"""Instruction selection for float arithmetic: `add`, `sub` and `mul` of `.f32`.
 
 The FPU's add is two instructions, as a two-cycle functional unit (specs/qwengpu.hdl,
 "The FPU"; docs/isa.md, "Floating point"): `fadd.s1 t, a, B` aligns and adds, `fadd.s2 d, a,
@@ -12,26 +12,40 @@ default rounding; "NaN results are flushed to canonical NaN"):
   the spec's own FPU, `fold`);
 - `sub{.rn}{.ftz}{.sat}.f32 d, a, b`: a + (-b), b's sign flipped first (a NaN b gives the
   canonical NaN either way);
+- `mul{.rn}{.ftz}{.sat}.f32 d, a, b`: the FPU has no multiplier yet, so the product is a
+  routine of some 50 integer instructions (`float_multiply`, docs/fpu.md "mul"): the 24-bit
+  significands' exact 48-bit product from the integer multiplier, normalised, shifted into
+  the subnormal range where the exponent says, rounded to nearest even with a sticky bit,
+  with PTX's special cases (canonical NaN, inf * 0 = NaN, overflow to infinity);
 - `.ftz`: subnormal inputs and a subnormal result become the zero of their sign;
 - `.sat`: the result clamped to [+0.0, 1.0], a NaN to +0.0.
 
-The directed roundings `.rz .rm .rp` (`__fadd_rz` and kin), `mul`, `fma`, `div`, `sqrt`,
-`rcp` and the `.approx` functions are refused at the CUDA line (`selector.FLOAT_ARITHMETIC`).
+The directed roundings `.rz .rm .rp` (`__fadd_rz`, `__fmul_ru` and kin), `fma`, `div`,
+`sqrt`, `rcp` and the `.approx` functions are refused at the CUDA line
+(`selector.FLOAT_ARITHMETIC`).
 """
 
 from __future__ import annotations
 
-from qwengpu.isa import Op
+import numpy as np
+
+from qwengpu.isa import Cmp, Op
 from qwengpu.ptx import fold, ir
-from qwengpu.ptx.select_float import SIGN, check_float_modifiers, flush_subnormal, saturate
+from qwengpu.ptx.select_float import (CANONICAL_NAN, INFINITY, MAGNITUDE, ONE, SIGN,
+                                      SMALLEST_NORMAL, check_float_modifiers, choose,
+                                      flush_subnormal, is_nan_bits, saturate)
+from qwengpu.ptx.select_convert import fresh
 from qwengpu.ptx.selector import Selector, handles_float, operand_b
-from qwengpu.ptx.vcode import Source
+from qwengpu.ptx.vcode import ZERO, Source
 
 DIRECTED_ROUNDING = ("rz", "rm", "rp")
 
 
-@handles_float("add", "sub")
-def lower_float_add(sel: Selector, ins: ir.Instruction):
+MINUS_ONE = 0xBF80_0000
+
+
+@handles_float("add", "sub", "mul")
+def lower_float_arithmetic(sel: Selector, ins: ir.Instruction):
     for mode in DIRECTED_ROUNDING:
         if mode in ins.modifiers:
             raise sel.unsupported(ins, f"the .{mode} rounding (QwenGPU's FPU rounds to nearest "
@@ -44,7 +58,10 @@ def lower_float_add(sel: Selector, ins: ir.Instruction):
         left, right = flush_subnormal(sel, left), flush_subnormal(sel, right)
     if ins.opcode == "sub":
         right = sel.alu(Op.XOR, right, SIGN)
-    result = float_add(sel, left, right)
+    if ins.opcode == "mul":
+        result = float_multiply(sel, left, right)
+    else:
+        result = float_add(sel, left, right)
     if flush:
         result = flush_subnormal(sel, result)
     if "sat" in ins.modifiers:
@@ -65,3 +82,69 @@ def float_add(sel: Selector, a: Source, b: Source) -> Source:
     result = sel.temp()
     sel.emit(Op.FADD2, d=result, a=a, b=operand_b(b), c=partial)
     return result
+
+
+def float_multiply(sel: Selector, a: Source, b: Source) -> Source:
+    """a * b, rounded to nearest even, on integer instructions (and one FPU add).
+
+    x and y are the smaller and the larger magnitude; only x can be subnormal when the product
+    is not 0 (two subnormals multiply to below half the smallest subnormal).  A subnormal x,
+    fraction f, is normalised by the FPU: (1 + f 2^-23) - 1 = f 2^-23 exactly, whose exponent
+    field less 126 is x's own, below 1.  Each significand with its hidden bit is shifted to
+    the top of a word, so their 64-bit product has its leading one at bit 63 or 62: the high
+    word, with a sticky bit for a nonzero low word, holds it all.  F is the biased exponent
+    less 1 (with 128 taken off both exponents' sum): F > 0 packs the top 24 bits under field
+    F (the hidden bit carries the 1 back), F <= 0 shifts 1 - F further down, into the
+    subnormals, the lost bits kept as sticky.  The low byte rounds the packed word; a carry
+    may run into the next exponent or to infinity, and min.u with infinity's word catches
+    every overflow.  Zero, infinity and NaN operands are settled at the end."""
+    if isinstance(a, int) and isinstance(b, int):
+        return fold_float_multiply(a, b)
+    magnitudes = [sel.alu(Op.AND, value, MAGNITUDE) for value in (a, b)]
+    sign = sel.alu(Op.AND, sel.alu(Op.XOR, a, b), SIGN)
+    x = sel.alu(Op.MIN_U, *magnitudes)
+    y = sel.alu(Op.MAX_U, *magnitudes)
+    x_subnormal = sel.compare(Cmp.LO, x, SMALLEST_NORMAL)
+    normalised = float_add(sel, sel.alu(Op.OR, x, ONE), MINUS_ONE)
+    x = choose(sel, x_subnormal, normalised, x)
+    exponent = fresh(sel, Op.SUB, sel.alu(Op.SHR_U, x, 23), 128)
+    sel.emit(Op.SUB, d=exponent, a=exponent, b=126, guard=(x_subnormal, False))
+    sel.emit(Op.ADD, d=exponent, a=exponent, b=sel.alu(Op.SHR_U, y, 23))
+    x_top = sel.alu(Op.OR, sel.alu(Op.SHL, x, 8), SIGN)
+    y_top = sel.alu(Op.OR, sel.alu(Op.SHL, y, 8), SIGN)
+    high = fresh(sel, Op.MULHI_U, x_top, y_top)
+    inexact = sel.compare(Cmp.NE, sel.alu(Op.MUL, x_top, y_top), 0)
+    sel.emit(Op.OR, d=high, a=high, b=1, guard=(inexact, False))
+    below_two = sel.compare(Cmp.LO, high, SIGN)            # product in [1, 2): shift it up
+    sel.emit(Op.SHL, d=high, a=high, b=1, guard=(below_two, False))
+    sel.emit(Op.ADD, d=exponent, a=exponent, b=1, guard=(below_two, True))
+    shift = sel.alu(Op.MAX_S, sel.alu(Op.SUB, 0, exponent), 0)   # into the subnormals
+    kept = fresh(sel, Op.SHR_U, high, shift)
+    lost = sel.compare(Cmp.NE, sel.alu(Op.SHL, kept, shift), high)
+    sel.emit(Op.OR, d=kept, a=kept, b=1, guard=(lost, False))
+    field = sel.alu(Op.SHL, sel.alu(Op.MAX_S, exponent, 0), 23)
+    packed = fresh(sel, Op.ADD, field, sel.alu(Op.SHR_U, kept, 8))
+    odd = sel.alu(Op.AND, packed, 1)                        # up: above half, or half and odd
+    round_up = sel.compare(Cmp.HI, sel.alu(Op.ADD, sel.alu(Op.SHL, kept, 24), odd), SIGN)
+    sel.emit(Op.ADD, d=packed, a=packed, b=1, guard=(round_up, False))
+    result = fresh(sel, Op.MIN_U, packed, INFINITY)
+    x_zero = sel.compare(Cmp.EQ, x, 0)
+    sel.emit(Op.ADD, d=result, a=ZERO, b=0, guard=(x_zero, False))
+    y_infinite = sel.compare(Cmp.EQ, y, INFINITY)
+    sel.emit(Op.ADD, d=result, a=ZERO, b=INFINITY, guard=(y_infinite, False))
+    result = sel.alu(Op.OR, result, sign)
+    # NaN: a NaN operand (y is the larger magnitude), or infinity times zero
+    nan = sel.predicate_op(Op.POR, sel.compare(Cmp.HI, y, INFINITY),
+                           sel.predicate_op(Op.PAND, x_zero, y_infinite))
+    sel.emit(Op.ADD, d=result, a=ZERO, b=CANONICAL_NAN, guard=(nan, False))
+    return result
+
+
+def fold_float_multiply(a: int, b: int) -> int:
+    """The product of two known words, at load time: the double product of two binary32
+    values is exact (48 significant bits), so numpy's one rounding to float32 is the IEEE
+    product's; a NaN is PTX's canonical one."""
+    with np.errstate(all="ignore"):
+        product = np.float64(np.uint32(a).view(np.float32)) * np.float64(np.uint32(b).view(np.float32))
+        bits = int(np.float32(product).view(np.uint32))
+    return CANONICAL_NAN if is_nan_bits(bits) else bits

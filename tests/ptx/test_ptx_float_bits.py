@@ -283,8 +283,7 @@ def refusal(line: str, registers: str = ".reg .f32 %f<4>;") -> PtxError:
 
 
 @pytest.mark.parametrize("line", [
-    "mul.f32 %f1, %f2, %f3;", "mul.ftz.f32 %f1, %f2, %f3;",
-    "fma.rn.f32 %f1, %f2, %f3, %f0;", "div.rn.f32 %f1, %f2, %f3;", "sqrt.rn.f32 %f1, %f2;",
+    "fma.rn.f32 %f1, %f2, %f3, %f0;", "fma.rn.ftz.sat.f32 %f1, %f2, %f3, %f0;", "div.rn.f32 %f1, %f2, %f3;", "sqrt.rn.f32 %f1, %f2;",
     "rcp.rn.f32 %f1, %f2;", "ex2.approx.f32 %f1, %f2;", "setp.lt.f32.f64 %p, %f1, %f2;"])
 def test_float_arithmetic_is_refused_at_its_line(line):
     error = refusal(line)
@@ -353,16 +352,17 @@ def test_nvcc_comparison_kernels():
         assert classes.words["flags"] == expected_classes
 
 
-def test_nvcc_float_multiplication_is_refused_at_its_cuda_line():
+def test_nvcc_fused_multiply_add_is_refused_at_its_cuda_line():
+    """nvcc contracts `a * b + 1.0f` into fma.rn.f32 (one rounding), which is not built."""
     module = parse_ptx_file(str(Path(__file__).parent / "data" / "float_bits.ptx"))
     with pytest.raises(PtxError) as caught:
-        compile_kernel(module, "float_mul")
+        compile_kernel(module, "float_fma")
     error = caught.value
-    assert error.message == ("'mul.f32' is not supported by QwenGPU: floating-point arithmetic "
-                             "QwenGPU's FPU does not have yet (it adds and subtracts; mul, fma, "
-                             "div, sqrt, rcp and the .approx functions are not built; "
-                             "comparisons, min/max, neg/abs, moves of .f32 and cvt to and from "
-                             "32-bit integers are supported)")
+    assert error.message == ("'fma.rn.f32' is not supported by QwenGPU: floating-point "
+                             "arithmetic QwenGPU's FPU does not have yet (it adds, subtracts "
+                             "and multiplies; fma, div, sqrt, rcp and the .approx functions "
+                             "are not built; comparisons, min/max, neg/abs, moves of .f32 and "
+                             "cvt to and from 32-bit integers are supported)")
     rendered = error.render()
-    assert "float_bits.cu:38:5: note: from this CUDA line" in rendered
-    assert "c[i] = a[i] * b[i];" in rendered
+    assert "float_bits.cu:65:5: note: from this CUDA line" in rendered
+    assert "c[i] = a[i] * b[i] + 1.0f;" in rendered

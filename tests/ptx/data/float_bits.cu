@@ -46,3 +46,21 @@ extern "C" __global__ void float_add_sub(const float *a, const float *b, float *
     out[3 * i + 1] = __saturatef(x + y);
     out[3 * i + 2] = (x + 1.5f) - y;
 }
+
+extern "C" __global__ void float_mul_add(const float *a, const float *b, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = __fmul_rn(a[i], b[i]) + 1.0f;
+}
+
+extern "C" __global__ void float_scale_saturate(const float *a, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = __saturatef(a[i] * 0.1f);
+}
+
+extern "C" __global__ void float_fma(const float *a, const float *b, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = a[i] * b[i] + 1.0f;
+}
