@@ -1,6 +1,6 @@
 """binary32 helpers for the float example models: numpy's float32, never the project's code.
 
-numpy adds float32 values in float32 on the CPU, which is IEEE-754 arithmetic (round to nearest
+numpy adds and multiplies float32 values in float32 on the CPU, which is IEEE-754 arithmetic (round to nearest
 even, subnormals kept): an independent reference for the machine's FPU.  What CUDA adds on top
 is PTX's rule that every NaN a float instruction produces is the canonical NaN 0x7FFFFFFF
 (`word_of` writes NaN results so); a NaN merely moved (a load, a store) keeps its bits, which
@@ -45,6 +45,12 @@ def add(a: np.float32, b: np.float32) -> np.float32:
     """a + b, one float32 rounding (overflow to infinity is no error)."""
     with np.errstate(all="ignore"):
         return np.float32(a) + np.float32(b)
+
+
+def multiply(a: np.float32, b: np.float32) -> np.float32:
+    """a * b, one float32 rounding (numpy multiplies float32 in float32)."""
+    with np.errstate(all="ignore"):
+        return np.float32(a) * np.float32(b)
 
 
 def float_launch(launch: dict) -> dict:
