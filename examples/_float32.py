@@ -1,7 +1,8 @@
 """binary32 helpers for the float example models: numpy's float32, never the project's code.
 
-numpy adds and multiplies float32 values in float32 on the CPU, which is IEEE-754 arithmetic (round to nearest
-even, subnormals kept): an independent reference for the machine's FPU.  What CUDA adds on top
+numpy adds, multiplies, divides and takes square roots of float32 values in float32 on the
+CPU, which is IEEE-754 arithmetic (correctly rounded to nearest even, subnormals kept): an
+independent reference for the machine's FPU and the loader's float routines.  What CUDA adds on top
 is PTX's rule that every NaN a float instruction produces is the canonical NaN 0x7FFFFFFF
 (`word_of` writes NaN results so); a NaN merely moved (a load, a store) keeps its bits, which
 `float_of` and `word_of` do for values they do not compute.
@@ -51,6 +52,18 @@ def multiply(a: np.float32, b: np.float32) -> np.float32:
     """a * b, one float32 rounding (numpy multiplies float32 in float32)."""
     with np.errstate(all="ignore"):
         return np.float32(a) * np.float32(b)
+
+
+def divide(a: np.float32, b: np.float32) -> np.float32:
+    """a / b, correctly rounded in float32 (x / 0 is infinity, 0 / 0 a NaN: no error)."""
+    with np.errstate(all="ignore"):
+        return np.float32(a) / np.float32(b)
+
+
+def square_root(a: np.float32) -> np.float32:
+    """sqrt(a), correctly rounded in float32 (a negative number gives a NaN: no error)."""
+    with np.errstate(all="ignore"):
+        return np.sqrt(np.float32(a))
 
 
 def float_launch(launch: dict) -> dict:

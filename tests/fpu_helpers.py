@@ -145,3 +145,57 @@ def multiply_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nda
     b = np.where(built, (_bits(rng, n, 2) << 31) | (exponent_b.astype(np.uint32) << 23)
                  | mantissa_b, b)
     return a.astype(np.uint32), b.astype(np.uint32)
+
+
+def _canonical(result: np.ndarray) -> np.ndarray:
+    result = result.view(np.uint32).copy()
+    result[(result & 0x7FFF_FFFF) > 0x7F80_0000] = CANONICAL_NAN
+    return result
+
+
+def reference_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a / b in binary32 by numpy (IEEE, correctly rounded), NaN results canonical."""
+    with np.errstate(all="ignore"):
+        return _canonical(a.view(np.float32) / b.view(np.float32))
+
+
+def reference_square_root(a: np.ndarray) -> np.ndarray:
+    """sqrt(a) in binary32 by numpy (IEEE, correctly rounded), NaN results canonical."""
+    with np.errstate(all="ignore"):
+        return _canonical(np.sqrt(a.view(np.float32)))
+
+
+def division_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n pairs (a, b) for a divider: `multiply_pairs`' mix with, in a third of them,
+    exponent differences at the underflow and overflow boundaries, divisors that are powers
+    of two (exact quotients, and ties once a quotient is subnormal), equal significands, and
+    subnormal divisors and dividends."""
+    a, b = multiply_pairs(rng, n)
+    kind = rng.integers(0, 9, n)
+    signs = _bits(rng, n, 2) << 31
+    exponent_a = rng.integers(1, 255, n)
+    edge = np.where(kind == 0, rng.integers(-155, -120, n), rng.integers(120, 131, n))
+    exponent_b = np.clip(exponent_a - edge, 1, 254)
+    mantissa_b = _bits(rng, n, 1 << 23)
+    mantissa_b = np.where(kind == 2, 0, mantissa_b)                       # powers of two
+    mantissa_b = np.where(kind == 3, a & 0x7F_FFFF, mantissa_b)           # equal significands
+    exponent_a = np.where(kind == 2, rng.integers(0, 30, n), exponent_a)  # subnormal quotients
+    exponent_b = np.where(kind == 2, rng.integers(120, 160, n), exponent_b)
+    exponent_b = np.where(kind == 4, 0, exponent_b)                       # subnormal divisor
+    built = kind < 5
+    a = np.where(built, (a & 0x807F_FFFF) | (exponent_a.astype(np.uint32) << 23), a)
+    b = np.where(built, signs | (exponent_b.astype(np.uint32) << 23) | mantissa_b, b)
+    return a.astype(np.uint32), b.astype(np.uint32)
+
+
+def root_operands(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n words for a square root: `operand_pairs`' first operands, positive in half of them,
+    and perfect squares of short significands (exact roots) at every exponent."""
+    a, _ = operand_pairs(rng, n)
+    kind = rng.integers(0, 4, n)
+    a = np.where(kind == 0, a & 0x7FFF_FFFF, a)
+    short = rng.integers(1, 1 << 12, n).astype(np.float64)
+    scale = rng.integers(-75, 64, n).astype(np.float64)
+    with np.errstate(all="ignore"):
+        squares = (np.square(short) * np.exp2(2 * scale)).astype(np.float32).view(np.uint32)
+    return np.where(kind == 1, squares, a).astype(np.uint32)

@@ -36,7 +36,7 @@ from qwengpu.ptx.select_float import (CANONICAL_NAN, INFINITY, MAGNITUDE, ONE, S
                                       flush_subnormal, is_nan_bits, saturate)
 from qwengpu.ptx.select_convert import fresh
 from qwengpu.ptx.selector import Selector, handles_float, operand_b
-from qwengpu.ptx.vcode import ZERO, Source
+from qwengpu.ptx.vcode import ZERO, Source, VReg
 
 DIRECTED_ROUNDING = ("rz", "rm", "rp")
 
@@ -115,7 +115,29 @@ def float_multiply(sel: Selector, a: Source, b: Source) -> Source:
     high = fresh(sel, Op.MULHI_U, x_top, y_top)
     inexact = sel.compare(Cmp.NE, sel.alu(Op.MUL, x_top, y_top), 0)
     sel.emit(Op.OR, d=high, a=high, b=1, guard=(inexact, False))
-    below_two = sel.compare(Cmp.LO, high, SIGN)            # product in [1, 2): shift it up
+    result = round_to_binary32(sel, high, exponent)
+    x_zero = sel.compare(Cmp.EQ, x, 0)
+    sel.emit(Op.ADD, d=result, a=ZERO, b=0, guard=(x_zero, False))
+    y_infinite = sel.compare(Cmp.EQ, y, INFINITY)
+    sel.emit(Op.ADD, d=result, a=ZERO, b=INFINITY, guard=(y_infinite, False))
+    result = sel.alu(Op.OR, result, sign)
+    # NaN: a NaN operand (y is the larger magnitude), or infinity times zero
+    nan = sel.predicate_op(Op.POR, sel.compare(Cmp.HI, y, INFINITY),
+                           sel.predicate_op(Op.PAND, x_zero, y_infinite))
+    sel.emit(Op.ADD, d=result, a=ZERO, b=CANONICAL_NAN, guard=(nan, False))
+    return result
+
+
+def round_to_binary32(sel: Selector, high: VReg, exponent: VReg) -> VReg:
+    """The binary32 magnitude nearest (ties to even) to high * 2^(exponent - 156), where `high`
+    is in [2^30, 2^32) with any bits lost below it or-ed into bit 0 (a sticky bit), and both
+    are temporaries this updates.  One guarded shift brings the leading one to bit 31 (and
+    `exponent` to the result's biased exponent less 1, F); F > 0 packs (F << 23) + (high >> 8),
+    the hidden bit carrying the 1 back; F <= 0 first shifts `high` 1 - F further down, into
+    the subnormals, its lost bits kept as sticky.  The low byte rounds the packed word, a
+    carry running into the next exponent or to infinity; min.u with infinity's word catches
+    every overflow.  Shared by the multiply, the division and the square root."""
+    below_two = sel.compare(Cmp.LO, high, SIGN)            # leading one at bit 30: shift it up
     sel.emit(Op.SHL, d=high, a=high, b=1, guard=(below_two, False))
     sel.emit(Op.ADD, d=exponent, a=exponent, b=1, guard=(below_two, True))
     shift = sel.alu(Op.MAX_S, sel.alu(Op.SUB, 0, exponent), 0)   # into the subnormals
@@ -127,17 +149,27 @@ def float_multiply(sel: Selector, a: Source, b: Source) -> Source:
     odd = sel.alu(Op.AND, packed, 1)                        # up: above half, or half and odd
     round_up = sel.compare(Cmp.HI, sel.alu(Op.ADD, sel.alu(Op.SHL, kept, 24), odd), SIGN)
     sel.emit(Op.ADD, d=packed, a=packed, b=1, guard=(round_up, False))
-    result = fresh(sel, Op.MIN_U, packed, INFINITY)
-    x_zero = sel.compare(Cmp.EQ, x, 0)
-    sel.emit(Op.ADD, d=result, a=ZERO, b=0, guard=(x_zero, False))
-    y_infinite = sel.compare(Cmp.EQ, y, INFINITY)
-    sel.emit(Op.ADD, d=result, a=ZERO, b=INFINITY, guard=(y_infinite, False))
-    result = sel.alu(Op.OR, result, sign)
-    # NaN: a NaN operand (y is the larger magnitude), or infinity times zero
-    nan = sel.predicate_op(Op.POR, sel.compare(Cmp.HI, y, INFINITY),
-                           sel.predicate_op(Op.PAND, x_zero, y_infinite))
-    sel.emit(Op.ADD, d=result, a=ZERO, b=CANONICAL_NAN, guard=(nan, False))
-    return result
+    return fresh(sel, Op.MIN_U, packed, INFINITY)
+
+
+def normalised_significand(sel: Selector, magnitude: Source) -> tuple[Source, Source]:
+    """(the significand with its hidden bit at bit 23, the biased exponent) of a magnitude;
+    a subnormal's exponent is 0 or below, as if the field went on down.  The FPU normalises
+    a subnormal, fraction f: (1 + f 2^-23) - 1 = f 2^-23 exactly, whose exponent field less
+    126 is the subnormal's own.  (0 gives 2^23 and -126: callers settle zeros apart.)"""
+    if isinstance(magnitude, int):
+        if magnitude >= SMALLEST_NORMAL:
+            return magnitude & 0x7F_FFFF | SMALLEST_NORMAL, magnitude >> 23
+        bits = magnitude | ONE
+        normal = fold.fold(Op.FADD2, bits, MINUS_ONE, fold.fold(Op.FADD1, bits, MINUS_ONE))
+        return normal & 0x7F_FFFF | SMALLEST_NORMAL, (normal >> 23) - 126
+    subnormal = sel.compare(Cmp.LO, magnitude, SMALLEST_NORMAL)
+    normalised = float_add(sel, sel.alu(Op.OR, magnitude, ONE), MINUS_ONE)
+    word = choose(sel, subnormal, normalised, magnitude)
+    exponent = fresh(sel, Op.SHR_U, word, 23)
+    sel.emit(Op.SUB, d=exponent, a=exponent, b=126, guard=(subnormal, False))
+    significand = sel.alu(Op.OR, sel.alu(Op.AND, word, 0x7F_FFFF), SMALLEST_NORMAL)
+    return significand, exponent
 
 
 def fold_float_multiply(a: int, b: int) -> int:

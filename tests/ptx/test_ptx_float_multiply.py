@@ -4,7 +4,7 @@ Expected values are numpy's float32 product (IEEE-754, round to nearest even, th
 multiplier) with PTX's canonical NaN, `.ftz` flushing subnormal inputs and results to the
 zero of their sign and `.sat` clamping to [+0.0, 1.0] (tests/fpu_helpers.py).  Rows run on the
 interpreter and the tests' ISA model (ptx_harness.run_rows); a million operand pairs run the
-loader's machine code on the vectorised straight-line model (straight_line_model.py), which
+loader's machine code on the vectorised model (stretch_model.py), which
 is first held equal to the interpreter on the same rows.
 """
 
@@ -22,7 +22,7 @@ from qwengpu.ptx.parser import parse_ptx
 
 from fpu_helpers import multiply_pairs, reference_multiply
 from ptx_harness import HEADER, row_kernel, run_ptx, run_rows
-from straight_line_model import run_straight_line, straight_line
+from stretch_model import row_stretch, run_stretch
 from test_ptx_float_add import add, saturated
 from test_ptx_float_bits import EDGE_FLOATS, flushed
 
@@ -56,13 +56,13 @@ def test_multiply_on_edges_and_random_pairs(modifiers):
 def _multiply_code(modifiers: str = ""):
     kernel = compile_kernel(parse_ptx(row_kernel(f"    mul{modifiers}.f32 %o0, %a0, %a1;", 2, 1),
                                       "rows.ptx"), "rows")
-    return straight_line(kernel.slots)
+    return row_stretch(kernel.slots)
 
 
 def test_the_vectorised_model_agrees_with_the_interpreter():
     code, (a_register, b_register), out = _multiply_code()
     a, b = (np.array(column, np.uint32) for column in zip(*ROWS))
-    modelled = run_straight_line(code, {a_register: a, b_register: b})[out]
+    modelled = run_stretch(code, {a_register: a, b_register: b})[out]
     assert [(int(word),) for word in modelled] == run_rows("    mul.f32 %o0, %a0, %a1;", ROWS, 1)
 
 
@@ -72,7 +72,7 @@ def test_multiply_on_a_million_pairs(modifiers):
     a tenth overflowing, ties from short significands)."""
     code, (a_register, b_register), out = _multiply_code(modifiers)
     a, b = multiply_pairs(np.random.default_rng(2026), MILLION)
-    got = run_straight_line(code, {a_register: a, b_register: b})[out]
+    got = run_stretch(code, {a_register: a, b_register: b})[out]
     if modifiers:
         flush = lambda words: np.where(words & 0x7F80_0000 == 0, words & 0x8000_0000, words)
         want = flush(reference_multiply(flush(a), flush(b)))

@@ -64,3 +64,33 @@ extern "C" __global__ void float_fma(const float *a, const float *b, float *c)
     int i = threadIdx.x;
     c[i] = a[i] * b[i] + 1.0f;
 }
+
+extern "C" __global__ void float_div(const float *a, const float *b, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = a[i] / b[i];
+}
+
+extern "C" __global__ void float_fast_div(const float *a, const float *b, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = __fdividef(a[i], b[i]);
+}
+
+extern "C" __global__ void float_sqrt(const float *a, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = sqrtf(a[i]);
+}
+
+extern "C" __global__ void float_rcp(const float *a, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = 1.0f / a[i];
+}
+
+extern "C" __global__ void float_rsqrt(const float *a, float *c)
+{
+    int i = threadIdx.x;
+    c[i] = rsqrtf(a[i]);
+}

@@ -1,14 +1,15 @@
-"""A vectorised model of straight-line QwenGPU code, for the float routines' million-operand tests.
+"""A vectorised model of a stretch of QwenGPU code, for the float routines' million-operand tests.
 
-The loader lowers `mul.f32` to some 50 machine instructions without a branch (guards only).
-Running a million operand pairs through the interpreter would take an hour; this model runs a
-compiled kernel's straight-line stretch between its loads and its stores over numpy uint32
-arrays, one element a lane, the way docs/isa.md defines each instruction: the ALU's integer
-operations, SETP's comparisons, SELP, the predicate operations, guards, and the FPU's add pair
-(fadd.s1's word is only read by the fadd.s2 of the same operands, so the pair is numpy's
-float32 addition with PTX's canonical NaN).  It shares no code with the loader or the
-interpreter; `tests/ptx/test_ptx_float_multiply.py` checks it against both on thousands of
-rows, then runs it on the million.
+The loader lowers `mul.f32` to some 50 machine instructions without a branch (guards only),
+`div` and `sqrt` to loops whose trip count is the same in every lane.  Running a million
+operand pairs through the interpreter would take hours; this model runs a compiled row
+kernel's stretch between its loads and its store over numpy uint32 arrays, one element a
+lane, the way docs/isa.md defines each instruction: the ALU's integer operations, SETP's
+comparisons, SELP, the predicate operations, guards, branches that every lane takes alike,
+and the FPU's add pair (fadd.s1's word is only read by the fadd.s2 of the same operands, so
+the pair is numpy's float32 addition with PTX's canonical NaN).  It shares no code with the
+loader or the interpreter; the float routines' tests check it against the interpreter on
+thousands of rows, then run it on the million.
 """
 
 from __future__ import annotations
@@ -74,16 +75,18 @@ COMPARE = [lambda a, b: a == b, lambda a, b: a != b,
 PREDICATE = {Op.PAND: np.logical_and, Op.POR: np.logical_or, Op.PXOR: np.not_equal}
 
 
-def straight_line(slots) -> tuple[list, int, int]:
-    """The instructions between a row kernel's last load and its first store, and the
-    registers the two loads wrote (its inputs, in load order) and the store reads."""
+def row_stretch(slots) -> tuple[list, list[int], int]:
+    """The instructions between a row kernel's last load and its first store (as
+    (slot index, instruction) pairs), the registers the loads wrote (its inputs, in load
+    order) and the register the store reads."""
     ops = [slot.instruction for slot in slots]
     loads = [i for i, ins in enumerate(ops) if ins.op == Op.LD]
     store = next(i for i, ins in enumerate(ops) if ins.op == Op.ST)
-    return ops[loads[-1] + 1:store], [ops[i].d for i in loads], ops[store].b
+    stretch = list(enumerate(ops))[loads[-1] + 1:store]
+    return stretch, [ops[i].d for i in loads], ops[store].b
 
 
-def run_straight_line(instructions, inputs: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+def run_stretch(instructions, inputs: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
     """Every lane runs `instructions` from registers `inputs`; returns the registers that
     follow from the inputs alone (an instruction that reads another register, such as the
     store's address arithmetic, leaves its destination out)."""
@@ -96,7 +99,17 @@ def run_straight_line(instructions, inputs: dict[int, np.ndarray]) -> dict[int, 
     def register(index):
         return registers[index]
 
-    for ins in instructions:
+    where = {slot: position for position, (slot, _) in enumerate(instructions)}
+    position = 0
+    while position < len(instructions):
+        ins = instructions[position][1]
+        position += 1
+        if ins.op == Op.BRA:
+            taken = predicates[ins.pg] if not ins.pn else ~predicates[ins.pg]
+            assert taken.all() or not taken.any(), "a branch the lanes take apart"
+            if taken.all():
+                position = where[ins.imm]
+            continue
         reads = [] if ins.op in PREDICATE else [ins.a]
         if not ins.bimm and ins.op not in PREDICATE:
             reads.append(ins.b)
