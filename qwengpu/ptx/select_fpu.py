@@ -13,16 +13,16 @@ default rounding; "NaN results are flushed to canonical NaN"):
 - `sub{.rn}{.ftz}{.sat}.f32 d, a, b`: a + (-b), b's sign flipped first (a NaN b gives the
   canonical NaN either way);
 - `mul{.rn}{.ftz}{.sat}.f32 d, a, b`: the FPU has no multiplier yet, so the product is a
-  routine of some 50 integer instructions (`float_multiply`, docs/fpu.md "mul"): the 24-bit
+  routine of 52 integer instructions (`float_multiply`, docs/fpu.md): the 24-bit
   significands' exact 48-bit product from the integer multiplier, normalised, shifted into
-  the subnormal range where the exponent says, rounded to nearest even with a sticky bit,
-  with PTX's special cases (canonical NaN, inf * 0 = NaN, overflow to infinity);
+  the subnormal range where the exponent says, rounded to nearest even with a sticky bit
+  (`round_to_binary32`, which `select_float_divide`'s division and root share), with PTX's
+  special cases (canonical NaN, inf * 0 = NaN, overflow to infinity);
 - `.ftz`: subnormal inputs and a subnormal result become the zero of their sign;
 - `.sat`: the result clamped to [+0.0, 1.0], a NaN to +0.0.
 
-The directed roundings `.rz .rm .rp` (`__fadd_rz`, `__fmul_ru` and kin), `fma`, `div`,
-`sqrt`, `rcp` and the `.approx` functions are refused at the CUDA line
-(`selector.FLOAT_ARITHMETIC`).
+The directed roundings `.rz .rm .rp` (`__fadd_rz`, `__fmul_ru` and kin) are refused at the
+CUDA line, and so is `fma` (`selector.FLOAT_ARITHMETIC`).
 """
 
 from __future__ import annotations
@@ -39,9 +39,7 @@ from qwengpu.ptx.selector import Selector, handles_float, operand_b
 from qwengpu.ptx.vcode import ZERO, Source, VReg
 
 DIRECTED_ROUNDING = ("rz", "rm", "rp")
-
-
-MINUS_ONE = 0xBF80_0000
+MINUS_ONE = 0xBF80_0000                  # -1.0
 
 
 @handles_float("add", "sub", "mul")
@@ -92,12 +90,9 @@ def float_multiply(sel: Selector, a: Source, b: Source) -> Source:
     fraction f, is normalised by the FPU: (1 + f 2^-23) - 1 = f 2^-23 exactly, whose exponent
     field less 126 is x's own, below 1.  Each significand with its hidden bit is shifted to
     the top of a word, so their 64-bit product has its leading one at bit 63 or 62: the high
-    word, with a sticky bit for a nonzero low word, holds it all.  F is the biased exponent
-    less 1 (with 128 taken off both exponents' sum): F > 0 packs the top 24 bits under field
-    F (the hidden bit carries the 1 back), F <= 0 shifts 1 - F further down, into the
-    subnormals, the lost bits kept as sticky.  The low byte rounds the packed word; a carry
-    may run into the next exponent or to infinity, and min.u with infinity's word catches
-    every overflow.  Zero, infinity and NaN operands are settled at the end."""
+    word, with a sticky bit for a nonzero low word, holds it all: the product is
+    high 2^(ex + ey - 284), which `round_to_binary32` rounds.  Zero, infinity and NaN
+    operands are settled at the end."""
     if isinstance(a, int) and isinstance(b, int):
         return fold_float_multiply(a, b)
     magnitudes = [sel.alu(Op.AND, value, MAGNITUDE) for value in (a, b)]
