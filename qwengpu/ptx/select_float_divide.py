@@ -39,7 +39,7 @@ from qwengpu.ptx import ir
 from qwengpu.ptx.select_convert import fresh
 from qwengpu.ptx.select_float import (CANONICAL_NAN, INFINITY, MAGNITUDE, ONE, SIGN,
                                       check_float_modifiers, flush_subnormal, is_nan_bits)
-from qwengpu.ptx.select_fpu import (DIRECTED_ROUNDING, normalised_significand,
+from qwengpu.ptx.select_fpu import (DIRECTED_ROUNDING, call_routine, normalised_significand,
                                     round_to_binary32)
 from qwengpu.ptx.selector import Selector, handles_float
 from qwengpu.ptx.vcode import ZERO, LabelRef, Source, VReg
@@ -70,9 +70,9 @@ def lower_float_divide(sel: Selector, ins: ir.Instruction):
         operands = [flush_subnormal(sel, word) for word in operands]
     with sel.unguarded():
         if ins.opcode == "sqrt":
-            result = float_square_root(sel, operands[0])
+            result = call_routine(sel, ins, float_square_root, operands)
         else:
-            result = float_divide(sel, *operands)
+            result = call_routine(sel, ins, float_divide, operands)
             if ins.opcode == "div" and "approx" in ins.modifiers:
                 result = approximate_division_rule(sel, result, *operands)
         if flush:

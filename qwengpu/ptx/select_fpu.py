@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from qwengpu.isa import Cmp, Op
-from qwengpu.ptx import fold, ir
+from qwengpu.ptx import fold, ir, routines
 from qwengpu.ptx.select_float import (CANONICAL_NAN, INFINITY, MAGNITUDE, ONE, SIGN,
                                       SMALLEST_NORMAL, check_float_modifiers, choose,
                                       flush_subnormal, is_nan_bits, saturate)
@@ -40,6 +40,20 @@ from qwengpu.ptx.vcode import ZERO, Source, VReg
 
 DIRECTED_ROUNDING = ("rz", "rm", "rp")
 MINUS_ONE = 0xBF80_0000                  # -1.0
+# The float routines a kernel shares when it uses one more than once (qwengpu/ptx/routines.py)
+ROUTINE_OF = {"mul": "fmul", "div": "fdiv", "rcp": "fdiv", "sqrt": "fsqrt"}
+
+
+def routine_kind(ins: ir.Instruction) -> str | None:
+    return ROUTINE_OF.get(ins.opcode) if "f32" in ins.modifiers else None
+
+
+def call_routine(sel: Selector, ins: ir.Instruction, body, arguments: list[Source]) -> Source:
+    """`body` on `arguments`: inlined where the kernel uses the routine once, else a call of
+    its shared copy."""
+    kind = routine_kind(ins)
+    return routines.call(sel, kind, body, arguments,
+                         shared=routines.uses(sel.kernel, routine_kind, kind) > 1)
 
 
 @handles_float("add", "sub", "mul")
@@ -57,7 +71,7 @@ def lower_float_arithmetic(sel: Selector, ins: ir.Instruction):
     if ins.opcode == "sub":
         right = sel.alu(Op.XOR, right, SIGN)
     if ins.opcode == "mul":
-        result = float_multiply(sel, left, right)
+        result = call_routine(sel, ins, float_multiply, [left, right])
     else:
         result = float_add(sel, left, right)
     if flush:

@@ -27,7 +27,7 @@ from typing import Callable
 
 from qwengpu.errors import Location, PtxError
 from qwengpu.isa import LANES, MASK32, Cmp, Op
-from qwengpu.ptx import fold, ir
+from qwengpu.ptx import fold, ir, routines
 from qwengpu.ptx.kernel_facts import shared_layout, single_constant_registers
 from qwengpu.ptx.cuda_lines import readable
 from qwengpu.ptx.geometry import SUPPORTED_SPECIALS, Geometry, lower_special
@@ -114,6 +114,7 @@ class Selector:
         self.constant_registers = single_constant_registers(kernel, self.constant_symbols)
         self.shared = shared_layout(module, kernel)
         self.local = local_layout(module, kernel)     # offsets of the .local variables
+        self.routines: dict[str, routines.SharedRoutine] = {}
 
     # ---- driver -----------------------------------------------------------------------------
 
@@ -126,6 +127,7 @@ class Selector:
                 self.code.append(VLabel(statement.name))
                 continue
             self.lower(statement)
+        routines.emit_routines(self)
         return self.code
 
     def lower(self, ins: ir.Instruction):
