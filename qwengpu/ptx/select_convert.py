@@ -23,7 +23,8 @@ nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instruct
   +0.0 (libdevice's `__nv_saturatef`: "Clamp the input argument x to be within the interval
   [+0.0, 1.0]").
 
-64-bit integers, .f16/.bf16/.f64 and every other float conversion stay refused.  Known
+64-bit integers convert in `select_convert_wide` (on the routines here); .f16/.bf16/.f64 and
+every other float conversion stay refused.  Known
 operands are converted here at load time (`fold_*`).
 """
 
@@ -47,6 +48,7 @@ HALF = 0x3F00_0000
 TWO_POW_23 = 0x4B00_0000        # from here up every float is an integer
 SMALLEST_NORMAL = 0x0080_0000
 NARROW = ("s8", "s16", "u8", "u16")    # integer sources read sign- or zero-extended
+WIDE_TYPES = {"s64", "u64"}             # select_convert_wide
 
 
 @handles_float("cvt")
@@ -57,12 +59,11 @@ def lower_float_cvt(sel: Selector, ins: ir.Instruction):
     to_type, from_type = types
     others = [modifier for modifier in ins.modifiers if modifier not in ir.TYPE_WIDTHS]
     for name in (to_type, from_type):
-        if name in ("s64", "u64"):
-            raise sel.unsupported(ins, "conversions between .f32 and 64-bit integers (32-bit "
-                                       "and narrower integers convert)")
-        if name not in ("f32", "s32", "u32") and not (name == from_type and name in NARROW):
-            raise sel.unsupported(ins, f"type .{name} (.f32 converts to and from .s32/.u32, "
-                                       "from 8- and 16-bit integers, and to an integral .f32)")
+        if name not in ("f32", "s32", "u32", "s64", "u64") and \
+                not (name == from_type and name in NARROW):
+            raise sel.unsupported(ins, f"type .{name} (.f32 converts to and from .s32/.u32/"
+                                       ".s64/.u64, from 8- and 16-bit integers, and to an "
+                                       "integral .f32)")
     rounding = [m for m in others if m in INTEGER_ROUNDING or m in FLOAT_ROUNDING]
     flush = "ftz" in others
     if to_type == from_type == "f32" and not rounding and "sat" in others:
@@ -79,6 +80,15 @@ def lower_float_cvt(sel: Selector, ins: ir.Instruction):
     mode = INTEGER_ROUNDING.get(rounding[0], rounding[0])
     destination, a = sel.operands(ins, 2)
     signed = ir.is_signed(from_type)
+    if WIDE_TYPES & {from_type, to_type}:
+        from qwengpu.ptx import select_convert_wide as wide   # it builds on this module
+    if from_type in WIDE_TYPES:
+        sel.write(destination, wide.integer64_to_float(sel, sel.pair(a, signed), signed, mode))
+        return
+    if to_type in WIDE_TYPES:
+        result = wide.float_to_integer64(sel, sel.value(a), to_type == "s64", mode, flush)
+        sel.commit(*zip(sel.destination_pair(destination), result))
+        return
     source = sel.value(a, ir.type_width(from_type), signed)
     if from_type != "f32":
         result = integer_to_float(sel, source, signed, mode)

@@ -46,8 +46,8 @@ F32_AS_BITS = frozenset({"mov", "ld", "st", "selp"})
 F32_OWN_MESSAGE = frozenset({"atom", "red"})
 FLOAT_ARITHMETIC = ("floating-point arithmetic QwenGPU does not have yet (add, sub, mul, div, "
                     "rcp and sqrt run; fma, rsqrt, ex2, lg2, sin, cos and tanh are not built; "
-                    "comparisons, min/max, neg/abs, moves of .f32 and cvt to and from 32-bit "
-                    "integers are supported)")
+                    "comparisons, min/max, neg/abs, moves of .f32 and cvt to and from integers "
+                    "are supported)")
 
 # Special registers PTX has and QwenGPU does not; the ones the loader reads are SPECIALS.
 OTHER_SPECIAL_REGISTERS = {"%clock", "%clock_hi", "%smid", "%nsmid", "%gridid",

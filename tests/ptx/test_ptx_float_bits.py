@@ -362,7 +362,7 @@ def test_nvcc_fused_multiply_add_is_refused_at_its_cuda_line():
                              "arithmetic QwenGPU does not have yet (add, sub, mul, div, rcp "
                              "and sqrt run; fma, rsqrt, ex2, lg2, sin, cos and tanh are not "
                              "built; comparisons, min/max, neg/abs, moves of .f32 and cvt to "
-                             "and from 32-bit integers are supported)")
+                             "and from integers are supported)")
     rendered = error.render()
     assert "float_bits.cu:65:5: note: from this CUDA line" in rendered
     assert "c[i] = a[i] * b[i] + 1.0f;" in rendered

@@ -229,8 +229,8 @@ def refusal(line: str) -> PtxError:
 
 
 @pytest.mark.parametrize("line,message", [
-    ("cvt.rn.f32.s64 %f1, %rd1;", "conversions between .f32 and 64-bit integers"),
-    ("cvt.rzi.u64.f32 %rd1, %f1;", "conversions between .f32 and 64-bit integers"),
+    ("cvt.rni.f32.s64 %f1, %rd1;", "this rounding"),
+    ("cvt.rn.u64.f32 %rd1, %f1;", "this rounding"),
     ("cvt.f64.f32 %fd1, %f1;", "type .f64"),
     ("cvt.rn.f16.f32 %h1, %f1;", "type .f16"),
     ("cvt.rzi.s16.f32 %h1, %f1;", "type .s16"),

@@ -177,7 +177,7 @@ def error_of(body: str, decls: str = "") -> PtxError:
     ("    setp.equ.s32 %p1, %r1, %r2;", "this comparison"),
     ("    mov.u32 %r1, undefined_symbol;", "unknown symbol undefined_symbol"),
     ("    mul.wide.s32 %r1, %r2, %r3;", "%r1 is not a 64-bit register"),
-    ("    cvt.rn.f32.s64 %r1, %rd1;", "conversions between .f32 and 64-bit integers"),
+    ("    cvt.rn.f32.f64 %r1, %rd1;", "type .f64"),
     ("    cvt.rn.f64.s32 %rd1, %r2;", "floating point (QwenGPU computes with integers only)"),
     ("    prmt.b32.rn %r1, %r2, %r3, %r4;", "the .rn modifier"),
 ])

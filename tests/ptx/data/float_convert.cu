@@ -48,3 +48,28 @@ extern "C" __global__ void float_round(const float *x, float *out)
     out[4 * i + 2] = truncf(a);
     out[4 * i + 3] = rintf(a);
 }
+
+extern "C" __global__ void wide_to_float(const long long *x, float *out)
+{
+    int i = threadIdx.x;
+    out[i] = (float)x[i];
+}
+
+extern "C" __global__ void unsigned_wide_to_float(const unsigned long long *x, float *out)
+{
+    int i = threadIdx.x;
+    out[i] = __ull2float_rd(x[i]);
+}
+
+extern "C" __global__ void float_to_wide(const float *x, long long *out)
+{
+    int i = threadIdx.x;
+    out[2 * i + 0] = (long long)x[i];
+    out[2 * i + 1] = (long long)(unsigned long long)x[i];
+}
+
+extern "C" __global__ void float_to_wide_rounded(const float *x, long long *out)
+{
+    int i = threadIdx.x;
+    out[i] = llrintf(x[i]);
+}
