@@ -123,10 +123,11 @@ def test_random_kernels_inside_the_whole_machine(whole_machine, capsys):
 
 # Issue #25's families, each at the first step of its kind in an example (then a few more):
 # shared memory and a barrier, atomics (add; compare-and-swap), a shuffle, a vote, a byte
-# store, and a thread's local memory (dot64's first store is a spill into its window).
+# store, and a thread's local memory (dot64's first store is a spill into its window); and
+# #26's FPU: the two steps of a float add (fadd.s1 then fadd.s2 among the records after it).
 FAMILIES = {"shared_reduce": Op.BAR, "histogram": Op.ATOM_ADD, "atomic_order": Op.ATOM_CAS,
             "warp_reduce": Op.SHFL, "warp_vote": Op.VOTE, "byte_stores": Op.ST_U8,
-            "dot64": Op.ST}
+            "dot64": Op.ST, "float_vector_add": Op.FADD1}
 FAMILY_RECORDS = 6
 
 
