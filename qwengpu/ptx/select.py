@@ -5,18 +5,18 @@
 The handlers of every supported opcode live in `select_integer`, `select_wide`,
 `select_memory` (with `select_local` for the .local space), `select_threads`, `select_extended`
 (with `select_divide64`), `select_bytes` (prmt, dp4a/dp2a), `select_float` (the `.f32`
-instructions that are integer operations on the bits), `select_convert` (cvt between
-.f32 and integers), `select_fpu` (float add and sub on the machine's FPU, mul on its integer
-multiplier) and `select_float_divide` (div, rcp, sqrt: loops on integers); importing them here
-registers them with `qwengpu.ptx.selector.handles`, and `Selector` (qwengpu/ptx/selector.py)
-runs them.
+instructions that are integer operations on the bits), `select_cvt` (cvt between .f32 and
+integers, on `select_convert` and `select_convert_wide`), `select_fpu` (float add and sub on
+the machine's FPU, mul on its integer multiplier) and `select_float_divide` (div, rcp, sqrt:
+loops on integers); importing them here registers them with `qwengpu.ptx.selector.handles`,
+and `Selector` (qwengpu/ptx/selector.py) runs them.
 """
 
 from __future__ import annotations
 
 from qwengpu.isa import LANES
 from qwengpu.ptx import ir
-from qwengpu.ptx import (select_bytes, select_convert, select_extended,  # noqa: F401
+from qwengpu.ptx import (select_bytes, select_cvt, select_extended,  # noqa: F401
                          select_float, select_float_divide, select_fpu, select_integer,
                          select_local, select_memory, select_threads, select_wide)
 from qwengpu.ptx.geometry import Geometry

@@ -38,11 +38,11 @@ from qwengpu.isa import Cmp, Op
 from qwengpu.ptx import ir
 from qwengpu.ptx.select_convert import fresh
 from qwengpu.ptx.select_float import (CANONICAL_NAN, INFINITY, MAGNITUDE, ONE, SIGN,
-                                      check_float_modifiers, flush_subnormal, is_nan_bits)
+                                      check_float_modifiers, flush_subnormal)
 from qwengpu.ptx.select_fpu import (DIRECTED_ROUNDING, call_routine, normalised_significand,
                                     round_to_binary32)
 from qwengpu.ptx.selector import Selector, handles_float
-from qwengpu.ptx.vcode import ZERO, LabelRef, Source, VReg
+from qwengpu.ptx.vcode import ZERO, LabelRef, Source
 
 QUOTIENT_BITS = 26               # 24 significant bits, a guard bit, one more for ma < mb
 ROOT_BITS = 26
