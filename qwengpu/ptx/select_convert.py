@@ -46,7 +46,6 @@ HALF = 0x3F00_0000
 TWO_POW_23 = 0x4B00_0000        # from here up every float is an integer
 SMALLEST_NORMAL = 0x0080_0000
 NARROW = ("s8", "s16", "u8", "u16")    # integer sources read sign- or zero-extended
-WIDE_TYPES = {"s64", "u64"}             # select_convert_wide
 
 
 def add_if(sel: Selector, predicate: VPred, value: Source, amount: int) -> Source:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from qwengpu.ptx import ir
 from qwengpu.ptx import select_convert_wide as wide
-from qwengpu.ptx.select_convert import (FLOAT_ROUNDING, INTEGER_ROUNDING, NARROW, WIDE_TYPES,
+from qwengpu.ptx.select_convert import (FLOAT_ROUNDING, INTEGER_ROUNDING, NARROW,
                                         float_to_integer, integer_to_float, round_to_integral)
 from qwengpu.ptx.select_float import flush_subnormal, saturate
 from qwengpu.ptx.selector import Selector, handles_float
 
+WIDE_TYPES = {"s64", "u64"}             # converted by select_convert_wide
 
 @handles_float("cvt")
 def lower_float_cvt(sel: Selector, ins: ir.Instruction):

@@ -44,8 +44,26 @@ MINUS_ONE = 0xBF80_0000                  # -1.0
 ROUTINE_OF = {"mul": "fmul", "div": "fdiv", "rcp": "fdiv", "sqrt": "fsqrt"}
 
 
+# A multiply by one of these constants needs no routine (`scale_by_power_of_two`).
+DOUBLINGS = {0x4000_0000: 1, 0x4080_0000: 2, 0x4100_0000: 3}         # 2, 4, 8
+HALF = 0x3F00_0000
+
+
 def routine_kind(ins: ir.Instruction) -> str | None:
-    return ROUTINE_OF.get(ins.opcode) if "f32" in ins.modifiers else None
+    if "f32" not in ins.modifiers or (ins.opcode == "mul" and scaling_constant(ins) is not None):
+        return None
+    return ROUTINE_OF.get(ins.opcode)
+
+
+def scaling_constant(ins: ir.Instruction) -> int | None:
+    """The float immediate of a `mul` that is +-0.5, 2, 4 or 8 (the other operand not a
+    constant too), else None."""
+    sources = ins.operands[1:3]
+    constants = [operand for operand in sources if isinstance(operand, ir.Immediate)]
+    if len(constants) != 1:
+        return None
+    magnitude = constants[0].value & MAGNITUDE
+    return constants[0].value if magnitude == HALF or magnitude in DOUBLINGS else None
 
 
 def call_routine(sel: Selector, ins: ir.Instruction, body, arguments: list[Source]) -> Source:
@@ -70,7 +88,10 @@ def lower_float_arithmetic(sel: Selector, ins: ir.Instruction):
         left, right = flush_subnormal(sel, left), flush_subnormal(sel, right)
     if ins.opcode == "sub":
         right = sel.alu(Op.XOR, right, SIGN)
-    if ins.opcode == "mul":
+    if ins.opcode == "mul" and scaling_constant(ins) is not None:
+        constant = scaling_constant(ins)
+        result = scale_by_power_of_two(sel, right if isinstance(left, int) else left, constant)
+    elif ins.opcode == "mul":
         result = call_routine(sel, ins, float_multiply, [left, right])
     else:
         result = float_add(sel, left, right)
@@ -134,6 +155,33 @@ def float_multiply(sel: Selector, a: Source, b: Source) -> Source:
     nan = sel.predicate_op(Op.POR, sel.compare(Cmp.HI, y, INFINITY),
                            sel.predicate_op(Op.PAND, x_zero, y_infinite))
     sel.emit(Op.ADD, d=result, a=ZERO, b=CANONICAL_NAN, guard=(nan, False))
+    return result
+
+
+def scale_by_power_of_two(sel: Selector, x: Source, constant: int) -> Source:
+    """x * constant for a constant of +-0.5, 2, 4 or 8, in a few instructions: the sign of the
+    constant flips x first (so a NaN comes out canonical); 2, 4 and 8 are one, two or three
+    FPU additions of the value to itself (x + x = 2x exactly, up to the overflow to infinity,
+    after which the doublings stay infinite); 0.5 subtracts one from the exponent field where
+    the result stays normal, and below that halves the significand (the exponent bit is the
+    hidden bit) rounding the one lost bit to even; infinity stays, a NaN becomes canonical."""
+    if constant & SIGN:
+        x = sel.alu(Op.XOR, x, SIGN)
+    if constant & MAGNITUDE in DOUBLINGS:
+        for _ in range(DOUBLINGS[constant & MAGNITUDE]):
+            x = float_add(sel, x, x)
+        return x
+    magnitude = sel.alu(Op.AND, x, MAGNITUDE)
+    kept = sel.alu(Op.SHR_U, magnitude, 1)
+    tie_to_odd = sel.alu(Op.AND, sel.alu(Op.AND, magnitude, kept), 1)   # lost bit 1, kept odd
+    tiny = sel.alu(Op.OR, sel.alu(Op.ADD, kept, tie_to_odd), sel.alu(Op.AND, x, SIGN))
+    stays_normal = sel.compare(Cmp.HS, magnitude, 2 * SMALLEST_NORMAL)
+    result = choose(sel, stays_normal, sel.alu(Op.SUB, x, SMALLEST_NORMAL), tiny)
+    result = fresh(sel, Op.ADD, result, 0)
+    sel.emit(Op.ADD, d=result, a=sel.register(x), b=0,
+             guard=(sel.compare(Cmp.EQ, magnitude, INFINITY), False))
+    sel.emit(Op.ADD, d=result, a=ZERO, b=CANONICAL_NAN,
+             guard=(sel.compare(Cmp.HI, magnitude, INFINITY), False))
     return result
 
 

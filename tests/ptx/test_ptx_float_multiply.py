@@ -85,6 +85,33 @@ def test_multiply_on_a_million_pairs(modifiers):
     assert subnormal.sum() > MILLION // 20 or modifiers
 
 
+SCALES = ["0f3F000000", "0fBF000000", "0f40000000", "0fC0800000", "0f41000000"]   # .5 -.5 2 -4 8
+
+
+@pytest.mark.parametrize("constant", SCALES)
+def test_multiplying_by_half_or_a_small_power_of_two_needs_no_routine(constant):
+    """x * 0.5 halves in some 14 instructions, x * 2, 4, 8 are FPU additions of x to itself:
+    exact on a million operands (half of them subnormals and the smallest normals, where the
+    halving rounds), in either operand order, and on the interpreter's edge rows."""
+    words = int(constant[2:], 16)
+    a, _ = multiply_pairs(np.random.default_rng(7), MILLION // 2)
+    # and every 33rd word below 2^24 (the subnormals, the smallest normals) with each sign
+    low = np.arange(0, 1 << 24, 33, dtype=np.uint32)
+    a = np.concatenate([a, low, low | np.uint32(0x8000_0000)])
+    want = reference_multiply(a, np.full(len(a), words, np.uint32))
+    for body in (f"    mul.f32 %o0, %a0, {constant};", f"    mul.f32 %o0, {constant}, %a0;"):
+        kernel = compile_kernel(parse_ptx(row_kernel(body, 2, 1), "rows.ptx"), "rows")
+        assert len(kernel.slots) < 30
+        assert not any(slot.instruction.op == Op.MULHI_U for slot in kernel.slots)
+        code, (a_register, b_register), out = row_stretch(kernel.slots)
+        got = run_stretch(code, {a_register: a, b_register: a})[out]
+        wrong = np.nonzero(got != want)[0]
+        assert wrong.size == 0, [(hex(a[i]), hex(got[i]), hex(want[i])) for i in wrong[:5]]
+    rows = [(x,) for x in EDGE_FLOATS]
+    assert run_rows(f"    mul.f32 %o0, %a0, {constant};", rows, 1) == \
+        [(multiply(x, words),) for x, in rows]
+
+
 KNOWN_PRODUCT = (HEADER + ".visible .entry k(.param .u64 p)\n{\n"
                  "    .reg .f32 %f<3>;\n    .reg .b64 %rd<2>;\n"
                  "    ld.param.u64 %rd1, [p];\n"
