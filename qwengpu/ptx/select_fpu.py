@@ -17,7 +17,9 @@ default rounding; "NaN results are flushed to canonical NaN"):
   significands' exact 48-bit product from the integer multiplier, normalised, shifted into
   the subnormal range where the exponent says, rounded to nearest even with a sticky bit
   (`round_to_binary32`, which `select_float_divide`'s division and root share), with PTX's
-  special cases (canonical NaN, inf * 0 = NaN, overflow to infinity);
+  special cases (canonical NaN, inf * 0 = NaN, overflow to infinity); a routine used twice
+  in a kernel is shared (`qwengpu/ptx/routines.py`), and a multiply by +-0.5, 2, 4 or 8 is
+  none (`scale_by_power_of_two`: FPU doublings, or a halving of the exponent);
 - `.ftz`: subnormal inputs and a subnormal result become the zero of their sign;
 - `.sat`: the result clamped to [+0.0, 1.0], a NaN to +0.0.
 
@@ -42,8 +44,6 @@ DIRECTED_ROUNDING = ("rz", "rm", "rp")
 MINUS_ONE = 0xBF80_0000                  # -1.0
 # The float routines a kernel shares when it uses one more than once (qwengpu/ptx/routines.py)
 ROUTINE_OF = {"mul": "fmul", "div": "fdiv", "rcp": "fdiv", "sqrt": "fsqrt"}
-
-
 # A multiply by one of these constants needs no routine (`scale_by_power_of_two`).
 DOUBLINGS = {0x4000_0000: 1, 0x4080_0000: 2, 0x4100_0000: 3}         # 2, 4, 8
 HALF = 0x3F00_0000
