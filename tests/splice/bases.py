@@ -96,9 +96,9 @@ class BaseShape:
 
 
 # The smallest shape the reduced machine (`compile_helpers.REDUCED`) splices into with room for
-# the text gate: since ISA v2 it needs 1,730 residual dims where a layer has 2,048 units (2,448
-# with 1,536).
-MIN_SHAPE = BaseShape(hidden_size=1792, intermediate_size=2048, num_layers=4, linear_heads=8,
+# the text gate: since the FPU's add it needs 2,048 residual dims where a layer has 2,048 units
+# (1,730 since ISA v2, 2,448 with 1,536 units), so the base's hidden is 2,112: 64 dims free.
+MIN_SHAPE = BaseShape(hidden_size=2112, intermediate_size=2048, num_layers=4, linear_heads=8,
                       key_head_dim=128, value_head_dim=128, attention_heads=2, kv_heads=1,
                       head_dim=64)
 QWEN35_2B_DIMS = BaseShape(hidden_size=2048, intermediate_size=6144, num_layers=4,

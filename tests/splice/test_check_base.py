@@ -47,8 +47,8 @@ def check(base, capsys, *extra):
 def test_a_base_that_can_be_spliced(bases, capsys):
     code, out, err = check(bases["shared"], capsys)
     assert code == 0, err
-    assert "(text form, untied embeddings, 4 layers, hidden 1792, float32)" in out
-    assert "residual: the machine uses 1730 of 1792 dims; 62 are left for the text gate" in out
+    assert "(text form, untied embeddings, 4 layers, hidden 2112, float32)" in out
+    assert "residual: the machine uses 2048 of 2112 dims; 64 are left for the text gate" in out
     assert "machine tokens at ids" in out
     assert "text gate: margin " in out and "no text token on the wrong side" in out
     assert out.rstrip().endswith("result: can be spliced (hdlc splice --base BASE -o OUT_DIR)")
@@ -59,7 +59,7 @@ def test_an_isotropic_base_is_refused_with_the_reason(bases, capsys):
     assert code == 1
     assert out.rstrip().endswith("result: cannot be spliced")
     assert f"error: {bases['isotropic']}: cannot be spliced: the base's text embeddings " \
-           "cannot be gated off: on the 62 residual dims the machine leaves free no " \
+           "cannot be gated off: on the 64 residual dims the machine leaves free no " \
            "hyperplane has all" in err
     assert "on the wrong side of the best found" in err and "convex combination" in err
 

@@ -177,8 +177,8 @@ def test_an_existing_output_directory(made_base, tmp_path, refused, no_compile):
 SMALL_BASES = {
     "narrow residual": (dict(hidden_size=256), "residual dims: the plan needs ",
                         r"has 256 \(\d+ short\)"),
-    "narrow MLP": (dict(intermediate_size=768), "MLP units: the plan needs ",
-                   r"has 768 \(\d+ short\)"),
+    "narrow MLP": (dict(intermediate_size=1024), "MLP units: the plan needs ",
+                   r"has 1024 \(\d+ short\)"),
     "two DeltaNet heads": (dict(linear_heads=2), "DeltaNet heads: ",
                            r"needs \d+ heads in one layer, the target has 2"),
 }
