@@ -1,6 +1,6 @@
 """The text gate's frontier: how much shared direction a base's embeddings need to be spliced.
 
-    python bench/bench_splice_frontier.py [--tokens 8000 248320] [--free 117] [--hidden 2048]
+    python bench/bench_splice_frontier.py [--tokens 8000 248320] [--free 50] [--hidden 2048]
 
 `hdlc splice` needs a direction `u` on the residual dims the machine leaves free with
 `u . n(e_t) < 0` for every text token (docs/splice.md, "The weakest condition").  Whether one
@@ -15,8 +15,8 @@ For each table it runs the gate as splice looked for it before the linear progra
 ascent alone on 1, 2, 4, ... of the free dims, accepted above a margin of 0) and as it looks
 now (`gate.find_text_gate`: the ascent, then the exact linear program on all free dims,
 accepted above `gate.MIN_MARGIN`), and bisects a grid of `shared` values for the smallest
-that splices each way.  `--free` is the dims the whole machine leaves in the 2B width (117:
-`hdlc splice --check-base` prints it).  The figures go into docs/splice.md, "The frontier";
+that splices each way.  `--free` is the dims the whole machine leaves in the 2B width (50
+since the FPU's add, 117 before: `hdlc splice --check-base` prints it).  The figures go into docs/splice.md, "The frontier";
 tests/splice/test_gate.py holds chosen points of it.
 """
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, nargs="+", default=[8000, 248320])
     parser.add_argument("--hidden", type=int, default=2048)
-    parser.add_argument("--free", type=int, default=117)
+    parser.add_argument("--free", type=int, default=50)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     print(f"stand-in embeddings, hidden {args.hidden}, gate on at most {args.free} free dims; "

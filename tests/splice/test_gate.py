@@ -24,6 +24,8 @@ from qwengpu.errors import UserError  # noqa: E402
 from qwengpu.splice import gate as text_gate  # noqa: E402
 
 frontier = bench_script("bench_splice_frontier")
+# 117 free dims: the frontier table these points come from (the dims the machine left in the
+# 2B width before the FPU's add; 50 now, docs/splice.md, "The frontier").
 HIDDEN, FREE, TOKENS, EPS = 2048, 117, 8000, 1e-6
 
 
