@@ -76,7 +76,8 @@ def test_a_cuda_kernel_inside_the_2b_model(tmp_path, capsys):
     the interpreter's trace encoded, and the kernel's store past the end of memory traps as
     its independent expected.json says.  Then more kernels on the engine alone with
     `hdlc run --backend model --check` (every record checked against the interpreter, the
-    buffers against expected.json)."""
+    buffers against expected.json), among them two of floats: the FPU's add and the
+    loader's multiply."""
     import json
     from pathlib import Path
 
@@ -101,7 +102,8 @@ def test_a_cuda_kernel_inside_the_2b_model(tmp_path, capsys):
         del model
         gc.collect()
     assert written["sparse"] == written["transformers"] == trace
-    kernels = ["out_of_bounds", "vector_add", "multi_warp", "unseen/gcd"]
+    kernels = ["out_of_bounds", "vector_add", "multi_warp", "unseen/gcd", "float_vector_add",
+               "float_saxpy"]
     capsys.readouterr()
     code = main(["run", *(str(examples / kernel / "launch.json") for kernel in kernels),
                  "--backend", "model", "--model", str(tmp_path), "--check", "--json"])
