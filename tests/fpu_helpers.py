@@ -62,12 +62,17 @@ def operand_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndar
     return a, b
 
 
+def _canonical(result: np.ndarray) -> np.ndarray:
+    """float32 results as uint32 words, every NaN the canonical one."""
+    result = result.view(np.uint32).copy()
+    result[(result & 0x7FFF_FFFF) > 0x7F80_0000] = CANONICAL_NAN
+    return result
+
+
 def reference_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a + b in binary32 by numpy, NaN results as the canonical NaN (uint32 words)."""
     with np.errstate(all="ignore"):
-        result = (a.view(np.float32) + b.view(np.float32)).view(np.uint32).copy()
-    result[(result & 0x7FFF_FFFF) > 0x7F80_0000] = CANONICAL_NAN
-    return result
+        return _canonical(a.view(np.float32) + b.view(np.float32))
 
 
 def fpu_section() -> str:
@@ -114,9 +119,7 @@ def fpu_gadget_spec(path: Path) -> Path:
 def reference_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a * b in binary32 by numpy, NaN results as the canonical NaN (uint32 words)."""
     with np.errstate(all="ignore"):
-        result = (a.view(np.float32) * b.view(np.float32)).view(np.uint32).copy()
-    result[(result & 0x7FFF_FFFF) > 0x7F80_0000] = CANONICAL_NAN
-    return result
+        return _canonical(a.view(np.float32) * b.view(np.float32))
 
 
 def multiply_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -145,12 +148,6 @@ def multiply_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nda
     b = np.where(built, (_bits(rng, n, 2) << 31) | (exponent_b.astype(np.uint32) << 23)
                  | mantissa_b, b)
     return a.astype(np.uint32), b.astype(np.uint32)
-
-
-def _canonical(result: np.ndarray) -> np.ndarray:
-    result = result.view(np.uint32).copy()
-    result[(result & 0x7FFF_FFFF) > 0x7F80_0000] = CANONICAL_NAN
-    return result
 
 
 def reference_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -39,8 +39,8 @@ from qwengpu.ptx import ir
 from qwengpu.ptx.select_convert import fresh
 from qwengpu.ptx.select_float import (CANONICAL_NAN, INFINITY, MAGNITUDE, ONE, SIGN,
                                       check_float_modifiers, flush_subnormal)
-from qwengpu.ptx.select_fpu import (DIRECTED_ROUNDING, call_routine, normalised_significand,
-                                    round_to_binary32)
+from qwengpu.ptx.select_fpu import (call_routine, normalised_significand,
+                                    refuse_directed_rounding, round_to_binary32)
 from qwengpu.ptx.selector import Selector, handles_float
 from qwengpu.ptx.vcode import ZERO, LabelRef, Source
 
@@ -51,10 +51,7 @@ TWO_POW_126 = 0x7E80_0000
 
 @handles_float("div", "rcp", "sqrt")
 def lower_float_divide(sel: Selector, ins: ir.Instruction):
-    for mode in DIRECTED_ROUNDING:
-        if mode in ins.modifiers:
-            raise sel.unsupported(ins, f"the .{mode} rounding (QwenGPU's {ins.opcode} rounds to "
-                                       "nearest even: .rn)")
+    refuse_directed_rounding(sel, ins, f"QwenGPU's {ins.opcode}")
     allowed = {"rn", "ftz", "approx"} | ({"full"} if ins.opcode == "div" else set())
     check_float_modifiers(sel, ins, allowed)
     if not {"rn", "approx", "full"} & set(ins.modifiers):
@@ -129,8 +126,7 @@ def approximate_division_rule(sel: Selector, quotient: Source, a: Source, b: Sou
         if TWO_POW_126 < b & MAGNITUDE < INFINITY:
             return CANONICAL_NAN if a & MAGNITUDE == INFINITY else 0
         return quotient
-    result = sel.register(quotient)
-    result = fresh(sel, Op.ADD, result, 0)
+    result = quotient                  # the division's own temporary: updated in place
     huge = sel.compare(Cmp.LO, sel.alu(Op.SUB, sel.alu(Op.AND, b, MAGNITUDE), TWO_POW_126 + 1),
                        INFINITY - TWO_POW_126 - 1)
     sel.emit(Op.ADD, d=result, a=ZERO, b=0, guard=(huge, False))

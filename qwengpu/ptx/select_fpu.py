@@ -74,12 +74,19 @@ def call_routine(sel: Selector, ins: ir.Instruction, body, arguments: list[Sourc
                          shared=routines.uses(sel.kernel, routine_kind, kind) > 1)
 
 
-@handles_float("add", "sub", "mul")
-def lower_float_arithmetic(sel: Selector, ins: ir.Instruction):
+def refuse_directed_rounding(sel: Selector, ins: ir.Instruction, rounder: str):
+    """The directed roundings `.rz .rm .rp` are refused: `rounder` (the FPU, a routine) rounds
+    to nearest even only."""
     for mode in DIRECTED_ROUNDING:
         if mode in ins.modifiers:
-            raise sel.unsupported(ins, f"the .{mode} rounding (QwenGPU's FPU rounds to nearest "
-                                       "even: .rn, the default)")
+            raise sel.unsupported(ins, f"the .{mode} rounding ({rounder} rounds to nearest "
+                                       "even: .rn)")
+
+
+@handles_float("add", "sub", "mul")
+def lower_float_arithmetic(sel: Selector, ins: ir.Instruction):
+    refuse_directed_rounding(sel, ins, "QwenGPU's mul" if ins.opcode == "mul" else
+                             "QwenGPU's FPU")
     check_float_modifiers(sel, ins, {"rn", "ftz", "sat"})
     destination, a, b = sel.operands(ins, 3)
     flush = "ftz" in ins.modifiers
@@ -88,8 +95,8 @@ def lower_float_arithmetic(sel: Selector, ins: ir.Instruction):
         left, right = flush_subnormal(sel, left), flush_subnormal(sel, right)
     if ins.opcode == "sub":
         right = sel.alu(Op.XOR, right, SIGN)
-    if ins.opcode == "mul" and scaling_constant(ins) is not None:
-        constant = scaling_constant(ins)
+    constant = scaling_constant(ins) if ins.opcode == "mul" else None
+    if constant is not None:
         result = scale_by_power_of_two(sel, right if isinstance(left, int) else left, constant)
     elif ins.opcode == "mul":
         result = call_routine(sel, ins, float_multiply, [left, right])
@@ -176,8 +183,7 @@ def scale_by_power_of_two(sel: Selector, x: Source, constant: int) -> Source:
     tie_to_odd = sel.alu(Op.AND, sel.alu(Op.AND, magnitude, kept), 1)   # lost bit 1, kept odd
     tiny = sel.alu(Op.OR, sel.alu(Op.ADD, kept, tie_to_odd), sel.alu(Op.AND, x, SIGN))
     stays_normal = sel.compare(Cmp.HS, magnitude, 2 * SMALLEST_NORMAL)
-    result = choose(sel, stays_normal, sel.alu(Op.SUB, x, SMALLEST_NORMAL), tiny)
-    result = fresh(sel, Op.ADD, result, 0)
+    result = choose(sel, stays_normal, sel.alu(Op.SUB, x, SMALLEST_NORMAL), tiny)  # a temporary
     sel.emit(Op.ADD, d=result, a=sel.register(x), b=0,
              guard=(sel.compare(Cmp.EQ, magnitude, INFINITY), False))
     sel.emit(Op.ADD, d=result, a=ZERO, b=CANONICAL_NAN,

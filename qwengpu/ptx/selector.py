@@ -4,7 +4,8 @@
 its opcode (`@handles("add", "sub")` in `select_integer`, `select_wide`, `select_memory` and
 `select_extended`, which `qwengpu.ptx.select` imports before it selects anything); the `.f32`
 form of an opcode goes to the handler `@handles_float` registered (`select_float`,
-`select_convert`, `select_fpu`), or is refused as floating-point arithmetic.
+`select_cvt`, `select_fpu`, `select_float_divide`), or is refused as floating-point
+arithmetic.
 It gives handlers a small vocabulary:
 
 - operands: `value(op, width, signed)` reads a PTX operand as a 32-bit source extended from
@@ -37,8 +38,9 @@ from qwengpu.ptx.vcode import TRUE, ZERO, Source, SymbolRef, VInstr, VLabel, VPr
 Handler = Callable[["Selector", ir.Instruction], None]
 HANDLERS: dict[str, Handler] = {}
 # Handlers of `.f32` instructions, registered with `@handles_float`: integer operations on the
-# bits (`select_float`, `select_convert`) and the FPU's add and sub (`select_fpu`); other
-# `.f32` instructions are refused as arithmetic the FPU does not have yet.
+# bits (`select_float`, `select_cvt`), the FPU's add and sub and the multiply (`select_fpu`),
+# division and roots (`select_float_divide`); other `.f32` instructions are refused as
+# arithmetic QwenGPU does not have yet.
 FLOAT_HANDLERS: dict[str, Handler] = {}
 # Opcodes that only move an `.f32` value: they run it as the `.b32` word it is.
 F32_AS_BITS = frozenset({"mov", "ld", "st", "selp"})

@@ -16,6 +16,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import pytest
+
+from qwengpu.errors import PtxError
 from qwengpu.ptx.compile import compile_kernel
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.runtime.launch import LaunchResult, launch_for_program, run_launch_sim
@@ -158,3 +161,17 @@ def pairs(values: list[int] | None = None, extra: int = 24, seed: int = 1) -> li
     rng = random.Random(seed)
     chosen += [(rng.getrandbits(32), rng.getrandbits(32)) for _ in range(extra)]
     return chosen
+
+
+REFUSED_LINE = 11
+
+
+def refusal_at_line(line: str) -> PtxError:
+    """The error of compiling a kernel whose line 11 is `line` (`.f32` registers `%f0..3` and
+    `.f64` ones `%fd0..3` declared): it must be refused there."""
+    text = (HEADER + ".visible .entry k()\n{\n    .reg .f32 %f<4>;\n    .reg .f64 %fd<4>;\n\n\n"
+            f"    {line}\n    ret;\n}}\n")
+    with pytest.raises(PtxError) as caught:
+        compile_ptx(text, "k")
+    assert caught.value.loc.line == REFUSED_LINE, caught.value.loc
+    return caught.value

@@ -18,8 +18,7 @@ import numpy as np
 
 from qwengpu.isa import PT, RZ, Op
 
-CANONICAL_NAN = np.uint32(0x7FFF_FFFF)
-
+from fpu_helpers import reference_add
 
 def _signed(x: np.ndarray) -> np.ndarray:
     return x.view(np.int32)
@@ -43,13 +42,6 @@ def _shr_s(a, b):
 
 def _mulhi_u(a, b):
     return ((a.astype(np.uint64) * b.astype(np.uint64)) >> np.uint64(32)).astype(np.uint32)
-
-
-def _float_add(a, b):
-    with np.errstate(all="ignore"):
-        result = (a.view(np.float32) + b.view(np.float32)).view(np.uint32).copy()
-    result[(result & 0x7FFF_FFFF) > 0x7F80_0000] = CANONICAL_NAN
-    return result
 
 
 ALU = {
@@ -133,7 +125,7 @@ def run_stretch(instructions, inputs: dict[int, np.ndarray]) -> dict[int, np.nda
         elif ins.op == Op.FADD2:
             assert pending_sums.get(ins.c) == (ins.a, ins.b, ins.bimm, ins.imm), \
                 "fadd.s2 reads the fadd.s1 word of other operands"
-            value = _float_add(a, b)
+            value = reference_add(a, b)      # numpy's float32 sum, canonical NaN
         elif ins.op == Op.SETP:
             flags = COMPARE[ins.c](a, b)
             predicates[ins.d] = np.where(guard, flags, predicates.get(ins.d, False))

@@ -18,7 +18,7 @@ import pytest
 from qwengpu.errors import CapacityError
 from qwengpu.isa import Op
 from qwengpu.ptx.compile import compile_kernel
-from qwengpu.ptx.parser import parse_ptx, parse_ptx_file
+from qwengpu.ptx.parser import parse_ptx
 
 from fpu_helpers import division_pairs, reference_divide, reference_multiply
 from ptx_harness import row_kernel, run_ptx, run_rows
@@ -27,7 +27,7 @@ from test_ptx_float_bits import EDGE_FLOATS
 ROWS = [(a, b) for a in EDGE_FLOATS[::2] for b in EDGE_FLOATS[::3]] + \
     list(zip(*(list(map(int, words)) for words in division_pairs(np.random.default_rng(41), 96))))
 ONE = 0x3F80_0000
-DATA = Path(__file__).parent / "data"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def mul(a: int, b: int) -> int:
@@ -105,15 +105,14 @@ def test_a_guarded_use_keeps_the_old_value_where_the_guard_fails():
 
 
 def test_nvcc_kernels_with_several_uses():
-    """routines.cu: a complex product (four multiplies) and a 4x4 matrix product whose loop
-    nvcc unrolls (four multiplies)."""
-    module_text = (DATA / "routines.ptx").read_text()
+    """The corpus's float_complex_mul (four multiplies) and float_matmul (a 4x4 matrix
+    product whose loop nvcc unrolls: four multiplies), on other operands than their launches."""
     xs = [0x3FC0_0000, 0xC020_0000, 0x3DCC_CCCD, 0x4B80_0001, 0x0000_0003, 0x7F7F_FFFF,
           0x8000_0000, 0x7F80_0000]
     ys = [0x4040_0000, 0x3F00_0000, 0xBE99_999A, 0x3F80_0001, 0x4B00_0000, 0x3F80_0002,
           0x4120_0000, 0x0000_0000]
-    run = run_ptx(module_text, {"x": xs, "y": ys, "z": [0] * 8}, ["x", "y", "z"], block=4,
-                  kernel="complex_mul")
+    run = run_ptx(_example_ptx("float_complex_mul"), {"x": xs, "y": ys, "z": [0] * 8},
+                  ["x", "y", "z"], block=4)
     want = []
     for i in range(4):
         a, b, c, d = xs[2 * i], xs[2 * i + 1], ys[2 * i], ys[2 * i + 1]
@@ -121,8 +120,8 @@ def test_nvcc_kernels_with_several_uses():
     assert run.words["z"] == want
     a = [0x3F80_0000 + 0x0010_0000 * i for i in range(16)]
     b = [0x4000_0000 - 0x0008_0000 * i for i in range(16)]
-    run = run_ptx(module_text, {"a": a, "b": b, "c": [0] * 16}, ["a", "b", "c"], block=16,
-                  kernel="matmul4")
+    run = run_ptx(_example_ptx("float_matmul"), {"a": a, "b": b, "c": [0] * 16},
+                  ["a", "b", "c"], block=16)
     want = []
     for row in range(4):
         for col in range(4):
@@ -131,6 +130,10 @@ def test_nvcc_kernels_with_several_uses():
                 total = _add(total, mul(a[row * 4 + k], b[k * 4 + col]))
             want.append(total)
     assert run.words["c"] == want
+
+
+def _example_ptx(name: str) -> str:
+    return (EXAMPLES / name / "kernel.ptx").read_text()
 
 
 def _add(a: int, b: int) -> int:

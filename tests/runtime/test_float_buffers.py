@@ -93,3 +93,26 @@ def test_float_buffers_print_as_floats_and_loads_show_them(tmp_path, capsys):
     assert "flags = [1, 2, 3, 0, 4, 1, 0, 3, 1, 1, 0, 3, 1, 2, 3, 2]" in out
     assert "r1 = [-0.25 (0xbe800000)" in out                      # a float load
     assert "clamped[1] = -0.0 (0x80000000) (lane 1)" in out       # a store into a float buffer
+
+
+def test_the_trace_shows_the_fpu_sum_as_a_float_beside_its_bits(capsys):
+    """examples/float_vector_add with --trace: warp 0's `fadd.s2` writes each lane's sum as a
+    float beside its bits (the bits numpy's float32 sum of the launch's values, the float
+    text reading back to them), and its `fadd.s1` writes the unrounded sum word in hex alone."""
+    import re
+
+    import numpy as np
+
+    folder = EXAMPLE.parent / "float_vector_add"
+    launch = json.loads((folder / "launch.json").read_text())
+    a, b = (np.array([str(x) for x in launch["buffers"][name]["f32"][:4]], dtype=np.float32)
+            for name in ("a", "b"))
+    sums = (a + b).view(np.uint32)
+    assert main(["run", str(folder / "launch.json"), "--trace"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    step2 = next(i for i, line in enumerate(lines) if "warp 0" in line and "fadd.s2" in line)
+    written = re.findall(r"([^\s\[,]+) \((0x[0-9a-f]{8})\)", lines[step2 + 1])
+    assert [int(bits, 16) for _, bits in written] == [int(word) for word in sums]
+    assert [struct_bits(float(text)) for text, _ in written] == [int(word) for word in sums]
+    step1 = next(i for i, line in enumerate(lines) if "warp 0" in line and "fadd.s1" in line)
+    assert re.fullmatch(r"\s+r\d+ = \[(0x[0-9a-f]{8}, ){3}0x[0-9a-f]{8}\]", lines[step1 + 1])
