@@ -88,9 +88,7 @@ class State:
             mixer = layer.mixer
             if isinstance(mixer, DeltaNetMixer):
                 self.conv[index] = np.zeros((rows, 3, mixer.conv_inputs), dtype=FLOAT)
-                self.memory[index] = np.zeros((rows, len(mixer.value_heads),
-                                               mixer.key_head_dim, mixer.value_head_dim),
-                                              dtype=FLOAT)
+                self.memory[index] = np.zeros((rows,) + mixer.state_shape, dtype=FLOAT)
             elif isinstance(mixer, AttentionMixer):
                 shape = (rows, len(mixer.kv_heads), 64, mixer.head_dim)
                 self.keys[index] = np.zeros(shape, dtype=FLOAT)
@@ -192,7 +190,8 @@ class SparseEngine:
                         len(mixer.key_heads) * mixer.key_head_dim, len(mixer.value_heads),
                         mixer.key_of_value_head, mixer.key_head_dim, mixer.value_head_dim,
                         mixer.neg_a, mixer.dt_bias, mixer.norm_weight, FLOAT(weights.eps),
-                        state.memory[index], out)
+                        mixer.state_rows, mixer.state_row_count, mixer.state_columns,
+                        mixer.state_column_count, state.memory[index], out)
                 else:
                     cos, sin = self._rotary(int(positions.max()) + 1)
                     out = np.empty((len(mixer.query_heads) * mixer.head_dim, columns),

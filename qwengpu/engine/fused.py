@@ -92,6 +92,11 @@ class FusedLayers:
         self.neg_a = per_mixer(lambda m: m.neg_a, none_f)
         self.dt_bias = per_mixer(lambda m: m.dt_bias, none_f)
         self.norm_weight = per_mixer(lambda m: m.norm_weight, none_f)
+        none_table = np.zeros((0, 1), dtype=np.int64)
+        self.state_rows = per_mixer(lambda m: m.state_rows, none_table)
+        self.state_row_count = per_mixer(lambda m: m.state_row_count, none_i64)
+        self.state_columns = per_mixer(lambda m: m.state_columns, none_table)
+        self.state_column_count = per_mixer(lambda m: m.state_column_count, none_i64)
         self.head_shape = np.array(
             [(len(layer.mixer.key_heads) * layer.mixer.key_head_dim,
               len(layer.mixer.value_heads), layer.mixer.key_head_dim,
@@ -123,15 +128,17 @@ class FusedLayers:
         run_layers(x, slots, eps, self.has_mixer, self.has_mlp, self.input_scales,
                    self.post_scales, *self.projection, self.projected_rows,
                    self.conv_channel, self.conv_weight, self.key_of_value_head, self.neg_a,
-                   self.dt_bias, self.norm_weight, self.head_shape, *self.out_proj,
+                   self.dt_bias, self.norm_weight, self.head_shape, self.state_rows,
+                   self.state_row_count, self.state_columns, self.state_column_count,
+                   *self.out_proj,
                    *self.mlp, self.gate_twins, *state_lists)
 
 
 @njit(cache=True, nogil=True)
 def run_layers(x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
                p_indptr, p_indices, p_data, projected_rows, conv_channel, conv_weight,
-               key_of_value_head, neg_a, dt_bias, norm_weight, head_shape,
-               o_indptr, o_indices, o_data, g_indptr, g_indices, g_data,
+               key_of_value_head, neg_a, dt_bias, norm_weight, head_shape, state_rows,
+               state_row_count, state_columns, state_column_count, o_indptr, o_indices, o_data, g_indptr, g_indices, g_data,
                u_indptr, u_indices, u_data, d_indptr, d_indices, d_data, gate_twins,
                conv_states, memories):
     """`SparseEngine.forward`'s loop over the layers, for sparse DeltaNet and MLP layers:
@@ -151,7 +158,8 @@ def run_layers(x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
                              conv_states[layer], key_channels, value_heads,
                              key_of_value_head[layer], key_head_dim, value_head_dim,
                              neg_a[layer], dt_bias[layer], norm_weight[layer], eps,
-                             memories[layer], out)
+                             state_rows[layer], state_row_count[layer], state_columns[layer],
+                             state_column_count[layer], memories[layer], out)
             csr_matmul_add(o_indptr[layer], o_indices[layer], o_data[layer], out, x)
         if has_mlp[layer]:
             rms_norm(x, post_scales[layer], eps, normed)

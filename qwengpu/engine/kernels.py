@@ -350,7 +350,8 @@ def argmax_columns(logits, out):
 @njit(cache=True, nogil=True)
 def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, key_channels,
                      value_heads, key_of_value_head, key_head_dim, value_head_dim, neg_a,
-                     dt_bias, norm_weight, eps, state, out):
+                     dt_bias, norm_weight, eps, state_rows, state_row_count, state_columns,
+                     state_column_count, state, out):
     """Qwen3_5GatedDeltaNet between its input projections and `out_proj`, column by column.
 
     The conv channels are the q and k channels of the live key heads (`key_channels` each)
@@ -365,6 +366,12 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
     dt_bias)), the delta rule on `state` (recurrent form: decay, read, write, then the output
     read), the gated RMSNorm.  `out` gets the normed, gated output of each live value head
     ([heads * value_head_dim, columns]).
+
+    `state[slot, head]` holds only the part of a head's memory that can ever be nonzero
+    (`weights.live_state`): row n is key dim `state_rows[head, n]`, column c value dim
+    `state_columns[head, c]`, for the first `state_row_count[head]` rows and
+    `state_column_count[head]` columns.  The rest of the memory is 0 on every token, and the
+    terms it would add are exactly 0, so the sums are those of the whole memory.
     """
     rows, columns = projected.shape
     qk_channels = 2 * key_channels
@@ -382,6 +389,7 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
     kv_memory = np.empty(value_head_dim, dtype=np.float32)
     delta = np.empty(value_head_dim, dtype=np.float32)
     output = np.empty(value_head_dim, dtype=np.float32)
+    read = np.empty(value_head_dim, dtype=np.float32)
     touched = np.empty(key_head_dim, dtype=np.int64)
     lanes = np.empty(LANES, dtype=np.float32)
     scale = np.float32(math.sqrt(key_head_dim))
@@ -418,39 +426,47 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
             beta = sigmoid(current[b_row + head])
             decay = math.exp(neg_a[head] * softplus(current[a_row + head] + dt_bias[head]))
             memory = state[slot, head]
+            live_rows, live_columns = state_row_count[head], state_column_count[head]
+            rows_of, columns_of = state_rows[head], state_columns[head]
             if decay != np.float32(1.0):          # S * 1 == S
-                for i in range(key_head_dim):
-                    for j in range(value_head_dim):
-                        memory[i, j] *= decay
-            # rows of the state the key or the query reads (a zero entry reads and writes
-            # nothing)
+                for n in range(live_rows):
+                    for c in range(live_columns):
+                        memory[n, c] *= decay
+            # the rows the key or the query reads (a zero entry reads and writes nothing; a
+            # row outside the live ones is 0, so the query reads nothing there either)
             count = 0
-            for i in range(key_head_dim):
+            for n in range(live_rows):
+                i = rows_of[n]
                 if key[key_base + i] != 0.0 or query[key_base + i] != 0.0:
-                    touched[count] = i
+                    touched[count] = n
                     count += 1
-            kv_memory[:] = 0.0
-            for n in range(count):
-                i = touched[n]
-                weight = key[key_base + i]
+            kv_memory[:live_columns] = 0.0
+            for t in range(count):
+                n = touched[t]
+                weight = key[key_base + rows_of[n]]
                 if weight != 0.0:
-                    for j in range(value_head_dim):
-                        kv_memory[j] += memory[i, j] * weight
-            for j in range(value_head_dim):
-                delta[j] = (mixed[value_base + j] - kv_memory[j]) * beta
+                    for c in range(live_columns):
+                        kv_memory[c] += memory[n, c] * weight
+            for c in range(live_columns):
+                delta[c] = (mixed[value_base + columns_of[c]] - kv_memory[c]) * beta
             # the write, then the output read of the same row (the read needs only its own
-            # row written): one pass, rows in order, as the two passes would take them
-            output[:] = 0.0
-            for n in range(count):
-                i = touched[n]
+            # row written): one pass, rows in order, as the two passes would take them; the
+            # live columns' sums, then the head's output with 0 in the others
+            read[:live_columns] = 0.0
+            for t in range(count):
+                n = touched[t]
+                i = rows_of[n]
                 weight = key[key_base + i]
                 if weight != 0.0:
-                    for j in range(value_head_dim):
-                        memory[i, j] += weight * delta[j]
+                    for c in range(live_columns):
+                        memory[n, c] += weight * delta[c]
                 weight = query[key_base + i]
                 if weight != 0.0:
-                    for j in range(value_head_dim):
-                        output[j] += memory[i, j] * weight
+                    for c in range(live_columns):
+                        read[c] += memory[n, c] * weight
+            output[:] = 0.0
+            for c in range(live_columns):
+                output[columns_of[c]] = read[c]
             # the gated RMSNorm: (o * rsqrt(mean(o^2) + eps)) * weight * silu(z)
             squares = sum_of_squares(output, 0, value_head_dim, lanes)
             inverse = np.float32(1.0) / math.sqrt(squares / np.float32(value_head_dim) + eps)

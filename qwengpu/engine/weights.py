@@ -118,10 +118,57 @@ class DeltaNetMixer:
     key_head_dim: int
     value_head_dim: int
     out_proj: Matrix                   # [hidden, live value heads * value_head_dim]
+    # The part of each value head's state that can ever be nonzero (`live_state`): its
+    # rows are the key dims whose k channel is read, its columns the value dims whose v
+    # channel is read; per head, padded to the layer's widest.
+    state_rows: np.ndarray = field(init=False)          # [heads, rows]: key dims, ascending
+    state_row_count: np.ndarray = field(init=False)     # [heads]
+    state_columns: np.ndarray = field(init=False)       # [heads, columns]: value dims
+    state_column_count: np.ndarray = field(init=False)  # [heads]
+
+    def __post_init__(self):
+        (self.state_rows, self.state_row_count, self.state_columns,
+         self.state_column_count) = live_state(self)
 
     @property
     def conv_inputs(self) -> int:
         return self.conv_weight.shape[1]
+
+    @property
+    def state_shape(self) -> tuple[int, int, int]:
+        """A row's DeltaNet memory in this layer: [heads, live key dims, live value dims]."""
+        return (len(self.value_heads), self.state_rows.shape[1], self.state_columns.shape[1])
+
+
+def live_state(mixer: DeltaNetMixer) -> tuple[np.ndarray, ...]:
+    """Per live value head, the rows and columns of its state that can ever be nonzero.
+
+    The state starts at zero and changes only by `decay * S` and `S + k (delta)^T`, where
+    delta = (v - S^T k) * beta.  A key dim whose k channel is never read (its projection
+    row is all zero) has k = 0 on every token, so its row is never written and stays 0; a
+    value dim whose v channel is never read has v = 0 and, its column being 0, S^T k = 0
+    there, so delta = 0 and the column stays 0.  Reading such a row or column with q adds
+    terms that are exactly 0 to sums that start at +0 (which can never become -0), so
+    leaving those rows and columns out of the state changes no bit of any result
+    (`kernels.deltanet_columns`)."""
+    heads, dk, dv = len(mixer.value_heads), mixer.key_head_dim, mixer.value_head_dim
+    key_channels = len(mixer.key_heads) * dk
+    read = set(mixer.conv_channel.tolist())
+    rows, columns = [], []
+    for head in range(heads):
+        key_base = key_channels + int(mixer.key_of_value_head[head]) * dk
+        value_base = 2 * key_channels + head * dv
+        rows.append([i for i in range(dk) if key_base + i in read])
+        columns.append([j for j in range(dv) if value_base + j in read])
+
+    def padded(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        width = max(1, max(len(entries) for entries in lists))
+        table = np.zeros((heads, width), dtype=np.int64)
+        for head, entries in enumerate(lists):
+            table[head, :len(entries)] = entries
+        return table, np.array([len(entries) for entries in lists], dtype=np.int64)
+
+    return padded(rows) + padded(columns)
 
 
 @dataclass

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from qwengpu.engine import SparseEngine
+from qwengpu.engine.weights import DeltaNetMixer
 from random_checkpoints import TOLERANCE, as_multimodal, engine_logits, prompt_of, \
     random_model, save, stock_generate, stock_logits
 
@@ -125,3 +126,43 @@ def test_checkpoint_forms(tmp_path, form):
     prompt = prompt_of(8, 9)
     assert SparseEngine.load(directory).generate([prompt], 20) == \
         [stock_generate(model, prompt, 20)]
+
+
+def test_the_state_keeps_only_what_can_be_nonzero(tmp_path):
+    """Zero rows of k and v channels (a DeltaNet layer's dead key and value dims): the state
+    keeps only the live rows and columns (`weights.live_state`), and the logits are those of
+    a state holding every dim, to the bit, in a prefill and token by token, batched or not;
+    both are transformers'."""
+    model = random_model(seed=9)
+    key_dim, value_dim = 2 * 8, 4 * 12
+    with torch.no_grad():
+        qkv = model.model.layers[0].linear_attn.in_proj_qkv.weight
+        qkv[key_dim + 1:key_dim + 4] = 0                 # k dims 1..3 of key head 0
+        qkv[key_dim + 8 + 5] = 0                          # k dim 5 of key head 1
+        qkv[2 * key_dim + 2:2 * key_dim + 9] = 0          # v dims 2..8 of value head 0
+        qkv[2 * key_dim + 3 * 12 + 11] = 0                # v dim 11 of value head 3
+        qkv[:3] = 0                                       # q dims 0..2 (the query's rows)
+    directory = save(model, tmp_path)
+    compact = SparseEngine.load(directory)
+    mixer = compact.weights.layers[0].mixer
+    assert mixer.state_row_count.tolist() == [5, 5, 7, 7]
+    assert mixer.state_column_count.tolist() == [5, 12, 12, 11]
+    assert mixer.state_rows[0, :5].tolist() == [0, 4, 5, 6, 7]
+    assert mixer.state_shape == (4, 7, 12)
+    whole = SparseEngine.load(directory)
+    for layer in whole.weights.layers:                   # every row and column kept
+        if isinstance(layer.mixer, DeltaNetMixer):
+            heads, dk, dv = (len(layer.mixer.value_heads), layer.mixer.key_head_dim,
+                             layer.mixer.value_head_dim)
+            layer.mixer.state_rows = np.tile(np.arange(dk), (heads, 1))
+            layer.mixer.state_row_count = np.full(heads, dk)
+            layer.mixer.state_columns = np.tile(np.arange(dv), (heads, 1))
+            layer.mixer.state_column_count = np.full(heads, dv)
+    whole = SparseEngine(whole.weights)
+    assert whole.new_state(1).memory[0].shape == (1, 4, 8, 12)
+    prompts = [prompt_of(20 + row, 12 + 5 * row) for row in range(3)]
+    for chunk in (None, 1):
+        got = engine_logits(compact, prompts[0], chunk)
+        assert np.array_equal(got, engine_logits(whole, prompts[0], chunk))
+    assert np.abs(got - stock_logits(model, prompts[0]).numpy()).max() < TOLERANCE
+    assert compact.generate(prompts, 20) == whole.generate(prompts, 20)
