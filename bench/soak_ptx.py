@@ -19,6 +19,11 @@ access the loader proved.
 kernels whose threads share memory, wait at barriers, use atomics, shuffles and votes,
 against `tests/fuzz/cooperative_reference.py`; a kernel that does not fit the machine is
 counted as skipped.
+
+`--floats` runs the PTX fuzz with binary32 instructions (`generate_case(seed, floats=True)`:
+add, sub, comparisons, min/max, neg/abs, conversions, and a multiply, division, root or
+reciprocal routine; docs/fuzzing.md); a kernel that does not fit the machine is counted as
+skipped.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ import tempfile  # noqa: E402
 import cooperative_differential  # noqa: E402
 from address_fuzz import (address_outcomes, describe_disagreement,  # noqa: E402
                           generate_address_case)
-from fuzz_differential import check_case, failure_report  # noqa: E402
+from fuzz_differential import LoaderRefused, check_case, does_not_fit, \
+    failure_report  # noqa: E402
 from cooperative_generator import generate_case as generate_cooperative  # noqa: E402
 from ptx_generator import generate_case  # noqa: E402
 
@@ -54,9 +60,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="the address-check fuzz (tests/fuzz/address_fuzz.py)")
     parser.add_argument("--cooperative", action="store_true",
                         help="the cooperative fuzz (tests/fuzz/cooperative_generator.py)")
+    parser.add_argument("--floats", action="store_true",
+                        help="the PTX fuzz with binary32 instructions (generate_case(seed, "
+                             "floats=True))")
     args = parser.parse_args(argv)
-    if args.cooperative and args.addresses:
-        parser.error("--cooperative and --addresses are two different fuzzes")
+    if sum((args.cooperative, args.addresses, args.floats)) > 1:
+        parser.error("--cooperative, --addresses and --floats are different fuzzes")
+    if args.floats:
+        skipped = {"skipped (do not fit)": 0}
+
+        def check_floats(seed: int) -> str | None:
+            case = generate_case(seed, floats=True)
+            try:
+                return _differential(case)
+            except LoaderRefused as refusal:
+                if not does_not_fit(refusal):
+                    raise
+                skipped["skipped (do not fit)"] += 1
+                return None
+
+        return soak(args, "float kernels", check_floats, skipped)
     if args.cooperative:
         skipped = {"skipped (do not fit)": 0}
 

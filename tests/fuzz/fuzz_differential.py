@@ -38,6 +38,12 @@ class LoaderRefused(Exception):
     """The loader refused the kernel or the launch (a PtxError, CapacityError, ...)."""
 
 
+def does_not_fit(refusal: LoaderRefused) -> bool:
+    """The refusal says the kernel needs more instruction slots, or (registers spilled to
+    local memory) more memory words, than the machine has: a clear error, not a bug."""
+    return "instruction slots" in str(refusal) or "(MEM_WORDS)" in str(refusal)
+
+
 def run_loader(case: FuzzCase) -> tuple[dict[str, list[int]], str | None]:
     """The buffers (unsigned words) after the launch on the reference interpreter, and what
     went wrong if the machine trapped or the loader crashed (a bug: shrunk like a mismatch)."""

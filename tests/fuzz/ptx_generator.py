@@ -58,6 +58,20 @@ BINARY_OPS = ["add.s32", "add.u32", "sub.s32", "sub.u32", "mul.lo.s32", "mul.lo.
               "mul.hi.s32", "mul.hi.u32", "and.b32", "or.b32", "xor.b32", "min.s32",
               "min.u32", "max.s32", "max.u32"]
 SHIFT_OPS = ["shl.b32", "shr.u32", "shr.s32", "shr.b32"]
+# Floats (`generate_case(seed, floats=True)`): the `.f32` instructions the loader runs, each
+# with the machine instructions it costs counted against the body (units of about 2 slots).
+FLOAT_COMPARES = ["eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu",
+                  "geu", "num", "nan"]
+FLOAT_SCALES = ["0f3F000000", "0fBF000000", "0f40000000", "0fC0000000", "0f40800000",
+                "0f41000000"]                              # ±0.5, ±2, 4, 8: no routine
+# one routine a kernel at most (its body is 52 to 72 of the 128 slots), used once or twice
+FLOAT_ROUTINES = {"mul.rn.f32": 28, "div.rn.f32": 38, "sqrt.rn.f32": 34, "rcp.rn.f32": 34}
+FLOAT_EDGE_WORDS = [0x0000_0000, 0x8000_0000, 0x3F80_0000, 0xBF80_0000, 0x3F00_0000,
+                    0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0x7F80_0001, 0x0000_0001,
+                    0x807F_FFFF, 0x0080_0000, 0x4B80_0001, 0x4B00_0001, 0x4F00_0000,
+                    0xCF00_0000, 0x4F80_0000, 0x3FC0_0000, 0x4020_0000, 0xC020_0000,
+                    0x7F7F_FFFF, 0x3400_0000]
+
 COMPARES = [f"setp.{cmp}.s32" for cmp in ("eq", "ne", "lt", "le", "gt", "ge")] + \
            [f"setp.{cmp}.u32" for cmp in ("eq", "ne", "lt", "le", "gt", "ge",
                                           "lo", "ls", "hi", "hs")] + \
@@ -85,7 +99,7 @@ class KernelWriter:
     """Writes one random kernel; `remaining` counts the body instructions still allowed."""
 
     def __init__(self, rng: random.Random, in_words: int, row_in: int, row_out: int,
-                 values: int = VALUES, local_array: bool = False):
+                 values: int = VALUES, local_array: bool = False, floats: bool = False):
         self.rng = rng
         self.in_words = in_words
         self.row_in = row_in
@@ -99,6 +113,15 @@ class KernelWriter:
         self.labels = 0
         self.loop_ends: list[str] = []       # labels a `break` may jump to, innermost last
         self.loop_counters: list[str] = []
+        self.floats = floats
+        self.extra_cost = 0                  # a float statement's machine work beyond its lines
+        self.routine, self.routine_uses = None, 0
+        if floats:
+            self.remaining -= 4                  # the flushes and NaN tests float ops need
+        if floats and rng.random() < 0.6:
+            self.routine = rng.choice(sorted(FLOAT_ROUTINES))
+            self.routine_uses = rng.choice([1, 1, 2])
+            self.remaining -= FLOAT_ROUTINES[self.routine] + 4 * (self.routine_uses - 1)
 
     # operands ------------------------------------------------------------------------------
 
@@ -233,6 +256,63 @@ class KernelWriter:
             f"ld.u32 {self.value()}, [%rd6+{4 * word}];"
         return ["cvta.local.u64 %rd6, %SPL;", f"{self.guard(0.2)}{access}"]
 
+    def float_op(self) -> list[str]:
+        """A `.f32` instruction on the pool's words read as binary32 (ptx_float_reference.py
+        is its meaning), with its cost beyond one line in `extra_cost`."""
+        roll, guard = self.rng.random(), self.guard(0.15)
+        ftz = ".ftz" if self.rng.random() < 0.25 else ""
+        if roll < 0.3:
+            op = self.rng.choice(["add", "sub"])
+            rounding = self.rng.choice(["", ".rn"])
+            sat = ".sat" if self.rng.random() < 0.15 else ""
+            self.extra_cost = 1 + 3 * bool(ftz) + 2 * bool(sat)
+            second = self.value() if self.rng.random() < 0.85 else self.rng.choice(FLOAT_EDGE_WORDS)
+            second = second if isinstance(second, str) else f"0f{second:08X}"
+            return [f"{guard}{op}{rounding}{ftz}{sat}.f32 {self.value()}, "
+                    f"{self.register_source()}, {second};"]
+        if roll < 0.45:
+            comparison = self.rng.choice(FLOAT_COMPARES)
+            self.extra_cost = 5 + 2 * bool(ftz)
+            return [f"{self.guard(0.1)}setp.{comparison}{ftz}.f32 {self.predicate()}, "
+                    f"{self.register_source()}, {self.value()};"]
+        if roll < 0.55:
+            op = self.rng.choice(["min", "max"])
+            self.extra_cost = 5 + 2 * bool(ftz)
+            return [f"{guard}{op}{ftz}.f32 {self.value()}, {self.register_source()}, "
+                    f"{self.value()};"]
+        if roll < 0.62:
+            op = self.rng.choice(["neg", "abs"])
+            self.extra_cost = 2 * bool(ftz)
+            return [f"{guard}{op}{ftz}.f32 {self.value()}, {self.register_source()};"]
+        if roll < 0.67:
+            return [f"{self.guard(0.1)}selp.f32 {self.value()}, {self.value()}, "
+                    f"{self.value()}, {self.predicate()};"]
+        if roll < 0.74:
+            self.extra_cost = 7
+            return [f"{guard}mul.rn{ftz}.f32 {self.value()}, {self.register_source()}, "
+                    f"{self.rng.choice(FLOAT_SCALES)};"]
+        self.extra_cost = 13
+        kind = self.rng.random()
+        if kind < 0.35:
+            rounding = self.rng.choice(["rn", "rz", "rm", "rp"])
+            return [f"{guard}cvt.{rounding}.f32.{self.rng.choice(['s32', 'u32'])} "
+                    f"{self.value()}, {self.register_source()};"]
+        rounding = self.rng.choice(["rni", "rzi", "rmi", "rpi"])
+        destination = self.rng.choice(["s32", "u32", "f32"])
+        return [f"{guard}cvt.{rounding}{ftz}.{destination}.f32 {self.value()}, "
+                f"{self.register_source()};"]
+
+    def routine_op(self) -> list[str]:
+        """A use of the kernel's routine (a multiply, division, root or reciprocal): its body
+        was counted when the kernel chose it, a use costs a call's few instructions."""
+        self.routine_uses -= 1
+        ftz = ".ftz" if self.rng.random() < 0.25 else ""
+        op = self.routine.replace(".rn", ".rn" + ftz)
+        operands = 1 if self.routine.startswith(("sqrt", "rcp")) else 2
+        sources = [self.register_source() for _ in range(operands)]
+        self.extra_cost = 3
+        return [f"{self.guard(0.15)}{op} {self.value()}, {', '.join(sources)};"]
+
     def condition(self) -> tuple[list[str], str]:
         """Lines that set a branch predicate, and the predicate (with `!` when negated)."""
         negate = "!" if self.rng.random() < 0.3 else ""
@@ -291,6 +371,8 @@ class KernelWriter:
 
     def statement(self, depth: int, loops: int) -> list[str]:
         """One random statement; the weights are percentages, roughly."""
+        if self.routine_uses and self.rng.random() < 0.35:
+            return self.routine_op()
         kinds = [(self.arithmetic, 50), (self.compare, 10), (self.select, 8),
                  (self.load_row, 6), (self.load_indexed, 4), (self.store, 5),
                  (self.early_return, 0.4)]
@@ -304,6 +386,8 @@ class KernelWriter:
             kinds.append((self.byte_op, 3))
         if self.local_array:
             kinds.append((self.local_access, 8))
+        if self.floats and self.remaining > 12:
+            kinds.append((self.float_op, 30))
         makers, weights = zip(*kinds)
         return self.rng.choices(makers, weights)[0]()
 
@@ -315,7 +399,9 @@ class KernelWriter:
             before = self.remaining
             new = self.statement(depth, loops)
             nested = before - self.remaining     # already counted by nested `statements`
-            self.remaining -= sum(1 for line in new if not line.endswith(":")) - nested
+            self.remaining -= sum(1 for line in new if not line.endswith(":")) - nested \
+                + self.extra_cost
+            self.extra_cost = 0
             lines += new
         return lines
 
@@ -393,8 +479,20 @@ def random_word(rng: random.Random) -> int:
     return rng.choice(EDGE_WORDS) if rng.random() < 0.3 else rng.getrandbits(32)
 
 
-def generate_case(seed: int) -> FuzzCase:
-    """The kernel and launch of `seed`: the same seed always gives the same case."""
+def random_float_word(rng: random.Random) -> int:
+    """A word for a float kernel: an edge value, a number of moderate size, or any bits."""
+    roll = rng.random()
+    if roll < 0.3:
+        return rng.choice(FLOAT_EDGE_WORDS)
+    if roll < 0.7:
+        return rng.getrandbits(1) << 31 | rng.randint(110, 150) << 23 | rng.getrandbits(23)
+    return rng.getrandbits(32)
+
+
+def generate_case(seed: int, floats: bool = False) -> FuzzCase:
+    """The kernel and launch of `seed`: the same seed always gives the same case.  With
+    `floats`, the kernels also compute on binary32 (`KernelWriter.float_op`), their words
+    drawn by `random_float_word`; the cases without it are those of before floats."""
     rng = random.Random(seed)
     pressure = rng.random() < 0.25           # more values than registers: spills
     local_array = rng.random() < 0.3
@@ -410,8 +508,10 @@ def generate_case(seed: int) -> FuzzCase:
     row_in = rng.randint(1, min(3, words_per_thread - 1))
     row_out = rng.randint(1, min(4, words_per_thread - row_in))
     bound = rng.choice([threads, threads, threads - 1, rng.randint(0, threads)])
-    buffers = {"in": [random_word(rng) for _ in range(threads * row_in)],
-               "out": [random_word(rng) for _ in range(threads * row_out)]}
+    word = random_float_word if floats else random_word
+    buffers = {"in": [word(rng) for _ in range(threads * row_in)],
+               "out": [word(rng) for _ in range(threads * row_out)]}
     values = rng.randint(*PRESSURE_VALUES) if pressure else VALUES
-    ptx = KernelWriter(rng, len(buffers["in"]), row_in, row_out, values, local_array).kernel()
+    ptx = KernelWriter(rng, len(buffers["in"]), row_in, row_out, values, local_array,
+                       floats).kernel()
     return FuzzCase(seed, ptx, grid, block, buffers, ["in", "out", bound])

@@ -21,7 +21,9 @@ address, so a generic `ld`/`st` reaches the local space exactly when its address
 memory) is nothing this evaluator knows of.
 
 Besides integer arithmetic it knows `prmt` (every mode, register or immediate selectors),
-`dp4a`/`dp2a` and `div`/`rem` of every width (division by zero is an error: undefined).
+`dp4a`/`dp2a` and `div`/`rem` of every width (division by zero is an error: undefined), and
+the `.f32` instructions and `cvt`s of `ptx_float_reference.py` (binary32 by numpy, immediates
+such as `0f3F000000` by their bits).
 
 Threads are independent in the kernels it is meant for (no shared memory, no barriers, no
 warp operations, each thread writes only its own words), so running them in sequence gives
@@ -42,6 +44,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+import ptx_float_reference as floats
 
 DEFAULT_STEP_LIMIT = 10_000
 SPECIAL_REGISTERS = tuple(f"%{kind}.{axis}" for kind in ("tid", "ntid", "ctaid", "nctaid")
@@ -285,6 +289,8 @@ def parse_instruction(text: str, number: int) -> Instruction:
 
 
 def parse_immediate(text: str) -> int | None:
+    if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", text):        # a binary32 by its bits
+        return int(text[2:], 16)
     text = text.rstrip("U")
     negative = text.startswith("-")
     digits = text[1:] if negative else text
@@ -500,8 +506,39 @@ class Machine:
         elif name in ("and", "or", "xor") and parts[1:] == ["pred"]:   # logic on predicates
             a, b = (thread.predicate(operand, instruction) for operand in ops[1:3])
             thread.write(ops[0], {"and": a and b, "or": a or b, "xor": a != b}[name])
+        elif instruction.type_name == "f32" or name == "cvt":
+            execute_float(instruction, thread)
         else:
             execute_arithmetic(instruction, thread)
+
+
+def execute_float(instruction: Instruction, thread: Thread):
+    """A `.f32` instruction or a `cvt` (ptx_float_reference.py has their meaning)."""
+    parts, ops = instruction.parts, instruction.operands
+    name, modifiers = parts[0], set(parts[1:-1])
+    values = ops[1:3] if name == "selp" else ops[1:]          # selp's last is a predicate
+    words = [thread.read(operand, 32, instruction) for operand in values]
+    try:
+        if name in ("mov", "selp"):
+            chosen = words[0] if name == "mov" or thread.predicate(ops[3], instruction) \
+                else words[1]
+            thread.write(ops[0], chosen, 32)
+        elif name == "setp":
+            comparison = parts[1]
+            thread.write(ops[0], floats.compare(comparison, modifiers - {comparison},
+                                                words[0], words[1]))
+        elif name in ("add", "sub", "mul", "div", "sqrt", "rcp"):
+            thread.write(ops[0], floats.arithmetic(name, modifiers, words), 32)
+        elif name in ("min", "max"):
+            thread.write(ops[0], floats.minimum_or_maximum(name, modifiers, *words), 32)
+        elif name in ("neg", "abs"):
+            thread.write(ops[0], floats.negate_or_absolute(name, modifiers, words[0]), 32)
+        elif name == "cvt":
+            thread.write(ops[0], floats.convert(parts[1:], words[0]), 32)
+        else:
+            raise instruction.fail("not a float instruction the reference evaluator knows")
+    except floats.FloatError as error:
+        raise instruction.fail(f"not modelled: {error}") from None
 
 
 def execute_arithmetic(instruction: Instruction, thread: Thread):
