@@ -20,7 +20,9 @@ compiled layers' unit norm weights).
 one sign there (`RankedDims` keeps the best and the rows on them, computed once); on the best
 `separating_direction` tries a fast ascent (the mean direction, then a smoothed max-margin
 ascent) and, where that falls short, `widest_direction` solves the max-margin problem
-exactly as a linear program (HiGHS, through scipy).
+exactly as a linear program (HiGHS, through scipy).  On a large vocabulary both work on the
+rows nearest the hyperplane (the only ones a max-margin direction depends on), chosen again
+as the direction moves; every margin reported is measured on every row.
 `find_text_gate` uses as few dims as give a good margin, since each gated unit carries a
 weight per gate dim.  When even the linear program finds no margin, its dual is a proof that
 none exists: a convex combination of text tokens' normalised embeddings that is (within
@@ -42,6 +44,10 @@ from qwengpu.errors import UserError
 GATE_FLOOR = 200.0          # the gate on text is at most -GATE_FLOOR (exact 0 needs <= -89)
 ASCENT_STEPS = 400
 GOOD_MARGIN = 0.25          # enough: the gate strength is (GATE_FLOOR + reach) / margin
+# A table of more than twice this many rows (a 248k vocabulary) is ascended on this many of
+# its rows nearest the hyperplane, chosen again every ASCENT_REFRESH steps.
+ASCENT_ROWS = 8192
+ASCENT_REFRESH = 25
 # Below this margin the gate's strength makes float32's rounding of its sum a risk to the
 # -GATE_FLOOR it must keep (docs/splice.md, "The weakest condition"): refused.
 MIN_MARGIN = 1e-3
@@ -69,25 +75,38 @@ class NoGateProof:
 CHUNK_ROWS = 16384          # text rows normalised at a time (a 248k vocabulary in pieces)
 
 
-def normalised(rows: torch.Tensor, eps: float, dims: list[int] | None = None) -> torch.Tensor:
-    """`Qwen3_5RMSNorm` with scale 1, in float64: what a compiled layer reads of a token
-    (only `dims` of it, when given), a chunk of rows at a time."""
+def inverse_rms(rows: torch.Tensor, eps: float) -> torch.Tensor:
+    """`rsqrt(mean(x^2) + eps)` of every row, in float64, a chunk of rows at a time: what
+    `Qwen3_5RMSNorm` (scale 1) multiplies a token's residual by."""
     pieces = []
     for start in range(0, len(rows), CHUNK_ROWS):
         chunk = rows[start:start + CHUNK_ROWS].double()
-        chunk = chunk * torch.rsqrt(chunk.pow(2).mean(-1, keepdim=True) + eps)
-        pieces.append(chunk if dims is None else chunk[:, dims])
+        pieces.append(torch.rsqrt(chunk.pow(2).mean(-1) + eps))
     return torch.cat(pieces)
 
 
-def rank_gate_dims(text_rows: torch.Tensor, eps: float) -> list[int]:
+def normalised(rows: torch.Tensor, eps: float, dims: list[int] | None = None,
+               inverse: torch.Tensor | None = None) -> torch.Tensor:
+    """`Qwen3_5RMSNorm` with scale 1, in float64: what a compiled layer reads of a token
+    (only `dims` of it, when given); `inverse` is the rows' `inverse_rms` where known."""
+    inverse = inverse_rms(rows, eps) if inverse is None else inverse
+    chosen = rows if dims is None else rows[:, dims]
+    return chosen.double() * inverse[:, None]
+
+
+def rank_gate_dims(text_rows: torch.Tensor, eps: float,
+                   inverse: torch.Tensor | None = None) -> list[int]:
     """The base's dims, best first for the gate: those where the normalised text embeddings
-    keep one sign the best (|mean| / std largest)."""
+    keep one sign the best (|mean| / std largest).  The sums over rows are products with the
+    rows' `inverse_rms` (and its square), a chunk of rows at a time."""
+    inverse = inverse_rms(text_rows, eps) if inverse is None else inverse
     total = squares = None
     for start in range(0, len(text_rows), CHUNK_ROWS):
-        chunk = normalised(text_rows[start:start + CHUNK_ROWS], eps)
-        total = chunk.sum(0) if total is None else total + chunk.sum(0)
-        squares = chunk.pow(2).sum(0) if squares is None else squares + chunk.pow(2).sum(0)
+        chunk = text_rows[start:start + CHUNK_ROWS].double()
+        scale = inverse[start:start + CHUNK_ROWS]
+        part, part_squares = scale @ chunk, scale.pow(2) @ chunk.pow(2)
+        total = part if total is None else total + part
+        squares = part_squares if squares is None else squares + part_squares
     mean = total / len(text_rows)
     std = (squares / len(text_rows) - mean.pow(2)).clamp(min=0).sqrt()
     score = mean.abs() / (std + 1e-12)
@@ -97,11 +116,13 @@ def rank_gate_dims(text_rows: torch.Tensor, eps: float) -> list[int]:
 class RankedDims:
     """The `free` best gate dims (`rank_gate_dims`) and the text rows normalised on them,
     each computed once for every count of dims the gate tries (a 248k vocabulary's rows are
-    2 GB: normalising them for each count was most of the gate's time)."""
+    2 GB: normalising them for each count was most of the gate's time), from one pass for
+    the rows' norms."""
 
     def __init__(self, text_rows: torch.Tensor, free: int, eps: float):
-        self.ranked = rank_gate_dims(text_rows, eps)[:free]
-        self.values = normalised(text_rows, eps, self.ranked)
+        inverse = inverse_rms(text_rows, eps)
+        self.ranked = rank_gate_dims(text_rows, eps, inverse)[:free]
+        self.values = normalised(text_rows, eps, self.ranked, inverse)
         self.column = {dim: index for index, dim in enumerate(self.ranked)}
 
     def best(self, count: int) -> list[int]:
@@ -123,14 +144,27 @@ def separating_direction(values: torch.Tensor, dims: list[int]) -> TextGate:
     direction = direction / direction.norm()
     scale = float(values.abs().max()) or 1.0
     best, best_margin = direction, float((-(values @ direction)).min())
+    rows = values
     for step in range(ASCENT_STEPS):
+        if len(values) > 2 * ASCENT_ROWS and step % ASCENT_REFRESH == 0:
+            # a large table: the steps see its rows nearest the hyperplane, chosen again
+            # every ASCENT_REFRESH steps, where the direction is measured on every row
+            reach = values @ direction
+            margin = float(-reach.max())
+            if margin > best_margin:
+                best, best_margin = direction, margin
+            rows = values[torch.topk(reach, ASCENT_ROWS).indices]
         temperature = scale * 0.05 * (1 - step / ASCENT_STEPS) + scale * 1e-3
-        weights = torch.softmax((values @ direction) / temperature, dim=0)
-        direction = direction - 0.1 * (weights @ values)
+        weights = torch.softmax((rows @ direction) / temperature, dim=0)
+        direction = direction - 0.1 * (weights @ rows)
         direction = direction / direction.norm()
-        margin = float((-(values @ direction)).min())
-        if margin > best_margin:
-            best, best_margin = direction, margin
+        if rows is values:
+            margin = float((-(values @ direction)).min())
+            if margin > best_margin:
+                best, best_margin = direction, margin
+    margin = float((-(values @ direction)).min())
+    if margin > best_margin:
+        best, best_margin = direction, margin
     return TextGate(dims, best, best_margin, len(values))
 
 
@@ -142,29 +176,72 @@ def widest_direction(values: torch.Tensor) -> tuple[TextGate, NoGateProof | None
 
     (HiGHS).  Its dual minimises `|lambda @ values|_1` over convex weights `lambda`, so where
     the optimum is no margin the weights are a `NoGateProof`.  Returns the gate (its margin
-    measured on the unit direction) and the proof, or None where a margin exists."""
+    measured on the unit direction) and the proof, or None where a margin exists.
+
+    A large table is solved by constraint generation (`active_rows`): the program on the rows
+    nearest the hyperplane, then again with the rows its answer leaves on the wrong side,
+    until it leaves none.  Its answer is then feasible for every row and optimal for a
+    relaxation of the whole program, so it is the whole program's optimum (and its dual, with
+    0 on the other rows, the whole program's proof)."""
     import numpy as np
-    from scipy.optimize import linprog
 
     rows, count = values.shape
-    matrix = np.hstack([values.numpy(), np.ones((rows, 1))])
-    cost = np.zeros(count + 1)
-    cost[-1] = -1.0
-    result = linprog(cost, A_ub=matrix, b_ub=np.zeros(rows),
-                     bounds=[(-1.0, 1.0)] * count + [(None, None)], method="highs")
-    if result.status != 0:
-        raise UserError(f"the text gate's linear program did not solve ({result.message})")
-    direction = torch.from_numpy(result.x[:count].copy())
+    table = values.numpy()
+    active = active_rows(table)
+    while True:
+        solution, marginals = _solve_margin_program(table[active])
+        slack = table @ solution[:count] + solution[count]
+        slack[active] = -np.inf
+        wrong = np.flatnonzero(slack > FEASIBLE)
+        if len(wrong) == 0:
+            break
+        worst = wrong[np.argsort(slack[wrong])[::-1][:ACTIVE_ROWS]]
+        active = np.concatenate([active, worst])
+    direction = torch.from_numpy(solution[:count].copy())
     length = float(direction.norm())
     direction = direction / length if length > 0 else torch.zeros(count, dtype=torch.float64)
     margin = float((-(values @ direction)).min()) if length > 0 else 0.0
     gate = TextGate([], direction, margin, rows, "linear program")
     if margin > MIN_MARGIN:
         return gate, None
-    weights = np.clip(-result.ineqlin.marginals, 0.0, None)
+    weights = np.zeros(rows)
+    weights[active] = np.clip(-marginals, 0.0, None)
     weights = torch.from_numpy(weights / weights.sum())
     residual = float((weights @ values).norm())
     return gate, NoGateProof(int((weights > 1e-12).sum()), residual, weights)
+
+
+# The linear program starts on this many rows of a larger table, and adds at most as many a
+# round; a row counts as on the wrong side past HiGHS's own feasibility tolerance.
+ACTIVE_ROWS = 4096
+FEASIBLE = 1e-7
+
+
+def active_rows(table) -> "np.ndarray":
+    """The rows the linear program starts with: all of a small table; of a large one, the
+    ACTIVE_ROWS nearest the hyperplane of the mean direction (or on its wrong side)."""
+    import numpy as np
+
+    if len(table) <= 2 * ACTIVE_ROWS:
+        return np.arange(len(table))
+    mean = table.mean(axis=0)
+    return np.argsort(table @ mean)[:ACTIVE_ROWS]
+
+
+def _solve_margin_program(table) -> tuple["np.ndarray", "np.ndarray"]:
+    """(u, m) of the margin program on `table`'s rows, and the inequalities' marginals."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    rows, count = table.shape
+    matrix = np.hstack([table, np.ones((rows, 1))])
+    cost = np.zeros(count + 1)
+    cost[-1] = -1.0
+    result = linprog(cost, A_ub=matrix, b_ub=np.zeros(rows),
+                     bounds=[(-1.0, 1.0)] * count + [(None, None)], method="highs")
+    if result.status != 0:
+        raise UserError(f"the text gate's linear program did not solve ({result.message})")
+    return result.x, result.ineqlin.marginals
 
 
 def find_text_gate(text_rows: torch.Tensor, free: int, eps: float) -> TextGate:

@@ -89,3 +89,30 @@ def test_no_gate_is_refused_with_a_proof(shared):
     combination = weights @ normalised(rows)[:, dims]
     assert np.linalg.norm(combination) < 1e-9
     assert abs(np.linalg.norm(combination) - proof.residual) < 1e-9
+
+
+@pytest.mark.parametrize("shared", [0.0, 0.01, 0.015])
+def test_a_large_table_is_solved_on_its_rows_near_the_hyperplane(shared):
+    """More rows than twice `ACTIVE_ROWS` (a real vocabulary's case): the linear program
+    solved by adding the rows its answer leaves on the wrong side has the margin of the
+    program on every row at once; a refusal's proof holds on every row; the ascent's margin
+    is measured on every row."""
+    tokens, free = 20_000, 50
+    assert tokens > 2 * text_gate.ACTIVE_ROWS and tokens > 2 * text_gate.ASCENT_ROWS
+    rows = frontier.standin_embeddings(tokens, HIDDEN, shared, seed=3)
+    ranked = text_gate.RankedDims(rows, free, EPS)
+    dims = ranked.best(free)
+    values = ranked.on(dims)
+    whole, _ = text_gate._solve_margin_program(values.numpy())
+    direction = whole[:free] / np.linalg.norm(whole[:free]) if whole[free] > 0 else None
+    want = float((-(values.numpy() @ direction)).min()) if direction is not None else 0.0
+    gate, proof = text_gate.widest_gate(ranked, free)
+    assert abs(gate.margin - max(want, 0.0)) < 1e-6
+    if gate.margin > text_gate.MIN_MARGIN:
+        assert proof is None and abs(held_margin(rows, gate) - gate.margin) < 1e-9
+    else:
+        weights = proof.weights.numpy()
+        assert weights.min() >= 0 and abs(weights.sum() - 1) < 1e-12
+        assert np.linalg.norm(weights @ normalised(rows)[:, dims]) < 1e-9
+    ascent = text_gate.separating_direction(values, dims)
+    assert abs(held_margin(rows, ascent) - ascent.margin) < 1e-9
