@@ -138,9 +138,9 @@ class FusedLayers:
 def run_layers(x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
                p_indptr, p_indices, p_data, projected_rows, conv_channel, conv_weight,
                key_of_value_head, neg_a, dt_bias, norm_weight, head_shape, state_rows,
-               state_row_count, state_columns, state_column_count, o_indptr, o_indices, o_data, g_indptr, g_indices, g_data,
-               u_indptr, u_indices, u_data, d_indptr, d_indices, d_data, gate_twins,
-               conv_states, memories):
+               state_row_count, state_columns, state_column_count, o_indptr, o_indices,
+               o_data, g_indptr, g_indices, g_data, u_indptr, u_indices, u_data, d_indptr,
+               d_indices, d_data, gate_twins, conv_states, memories):
     """`SparseEngine.forward`'s loop over the layers, for sparse DeltaNet and MLP layers:
     per layer the RMSNorm, the mixer's projection, the delta rule, `out_proj` added to x,
     then the RMSNorm and the MLP added to x."""

@@ -32,9 +32,10 @@ are numbered as CUDA numbers them, and `%tid`, `%ntid`, `%ctaid`, `%nctaid` have
 and `.z`.  A `call` of a `.func` of the text runs it as a call, with a stack: the callee
 gets registers of its own and its parameters' values, `st.param`/`ld.param` move values
 through each frame's parameter space, and `ret` returns (the loader inlines calls
-instead, so the two meet only at the results).  Anything it does not understand, a register read before it is written, a
-bad address and a thread that runs past `step_limit` steps are `PtxReferenceError`s: the
-shrinker of the fuzz tests relies on that to throw away kernels that stopped being valid.
+instead, so the two meet only at the results).  Anything it does not understand, a register
+read before it is written, a bad address and a thread that runs past `step_limit` steps are
+`PtxReferenceError`s: the shrinker of the fuzz tests relies on that to throw away kernels
+that stopped being valid.
 
     buffers = run_ptx(text, grid=2, block=8, buffers={"in": [...], "out": [...]},
                       args=["in", "out", 16])

@@ -66,7 +66,8 @@ def test_the_float_kernels_fit_and_use_every_kind():
     text = "".join(case.ptx for case in cases)
     for form in ("add.", "sub.", ".sat.f32", ".ftz.f32", "setp.equ.", "setp.nan.", "min.",
                  "max.", "neg.", "abs.", "selp.f32", "mul.rn.f32", "div.rn", "sqrt.rn",
-                 "rcp.rn", "cvt.rn.f32.s32", "cvt.rm.f32.", "cvt.rp.f32.", "cvt.rz.f32.", "cvt.rni.s32.f32",
+                 "rcp.rn", "cvt.rn.f32.s32", "cvt.rm.f32.", "cvt.rp.f32.", "cvt.rz.f32.",
+                 "cvt.rni.s32.f32",
                  "cvt.rzi.u32.f32", "cvt.rmi.f32.f32", "0f3F000000"):
         assert form in text, form
 
