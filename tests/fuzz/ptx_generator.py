@@ -266,8 +266,8 @@ class KernelWriter:
             rounding = self.rng.choice(["", ".rn"])
             sat = ".sat" if self.rng.random() < 0.15 else ""
             self.extra_cost = 1 + 3 * bool(ftz) + 2 * bool(sat)
-            second = self.value() if self.rng.random() < 0.85 else self.rng.choice(FLOAT_EDGE_WORDS)
-            second = second if isinstance(second, str) else f"0f{second:08X}"
+            second = self.value() if self.rng.random() < 0.85 else \
+                f"0f{self.rng.choice(FLOAT_EDGE_WORDS):08X}"          # a float immediate
             return [f"{guard}{op}{rounding}{ftz}{sat}.f32 {self.value()}, "
                     f"{self.register_source()}, {second};"]
         if roll < 0.45:
