@@ -17,6 +17,8 @@ layer's arithmetic dwarfs the calls anyway.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from numba import njit
 from numba.typed import List
@@ -26,6 +28,23 @@ from qwengpu.engine.kernels import csr_matmul, csr_matmul_add, deltanet_columns,
 from qwengpu.engine.weights import DeltaNetMixer, Matrix, Weights
 
 FLOAT = np.float32
+
+
+def drop_stale_cache(folder: Path = Path(__file__).parent) -> None:
+    """numba keys a cached function on its own file only, but `run_layers`'s compiled code
+    holds the kernels' (numba compiles callees into the caller): after kernels.py changes, a
+    cached `run_layers` would still run the old kernels.  So its cache files go when they are
+    older than kernels.py (a read-only install has none here, and nothing is dropped)."""
+    kernels = folder / "kernels.py"
+    for cached in (folder / "__pycache__").glob("fused.run_layers-*.nb[ic]"):
+        try:
+            if cached.stat().st_mtime < kernels.stat().st_mtime:
+                cached.unlink()
+        except OSError:
+            pass
+
+
+drop_stale_cache()
 
 
 def _sparse(matrix: Matrix) -> bool:

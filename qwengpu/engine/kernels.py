@@ -11,6 +11,12 @@ nonzero entries of a key or query, for the same reason.  Sums are taken left to 
 may differ from stock transformers' blocked sums in the last bit, which the compiled
 gadgets' margins absorb (tests hold the chosen ids identical).
 
+Positions in the sparse loops are unsigned: a CSR row's span as `np.uint64`, its column or
+row indices read through `indices.view(np.uint32)`.  numba wraps a negative signed index
+around (Python's `a[-1]`), a sign test and two more instructions on every access it cannot
+prove non-negative; in the short loops over a row's nonzeros that was a third of the time.
+A one-column vector (`x[:, column]`, strided) is copied to a contiguous one first.
+
 The functions compile on first use and are cached on disk (`cache=True`); they release the
 GIL, so separate rows can run on separate threads.
 """
@@ -41,22 +47,26 @@ def csr_matmul(indptr, indices, data, x, out):
         for column in range(columns):
             _csr_matvec(indptr, indices, data, x[:, column], out[:, column])
         return
+    inputs = indices.view(np.uint32)
     for row in range(out.shape[0]):
         target = out[row]
         target[:] = 0.0
-        for k in range(indptr[row], indptr[row + 1]):
+        for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
             weight = data[k]
-            source = x[indices[k]]
+            source = x[inputs[k]]
             for column in range(columns):
                 target[column] += weight * source[column]
 
 
 @njit(cache=True, nogil=True)
 def _csr_matvec(indptr, indices, data, x, out):
+    values = np.empty(x.shape[0], dtype=np.float32)
+    values[:] = x
+    inputs = indices.view(np.uint32)
     for row in range(out.shape[0]):
         total = np.float32(0.0)
-        for k in range(indptr[row], indptr[row + 1]):
-            total += data[k] * x[indices[k]]
+        for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
+            total += data[k] * values[inputs[k]]
         out[row] = total
 
 
@@ -117,14 +127,15 @@ def csr_matmul_add(indptr, indices, data, x, residual):
     the residual stream (`h + mlp(...)`), the sum taken first."""
     columns = x.shape[1]
     total = np.zeros(columns, dtype=np.float32)
+    inputs = indices.view(np.uint32)
     for row in range(residual.shape[0]):
-        start, stop = indptr[row], indptr[row + 1]
+        start, stop = np.uint64(indptr[row]), np.uint64(indptr[row + 1])
         if start == stop:
             continue                       # h + 0 == h
         total[:] = 0.0
         for k in range(start, stop):
             weight = data[k]
-            source = x[indices[k]]
+            source = x[inputs[k]]
             for column in range(columns):
                 total[column] += weight * source[column]
         for column in range(columns):
@@ -226,11 +237,12 @@ def csr_scatter_add(indptr, indices, data, x, out):
     """out[indices[k], :] += data[k] * x[r, :] over row r's nonzeros: a transposed CSR
     matrix times x."""
     columns = x.shape[1]
+    outputs = indices.view(np.uint32)
     for row in range(indptr.shape[0] - 1):
         source = x[row]
-        for k in range(indptr[row], indptr[row + 1]):
+        for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
             weight = data[k]
-            target = out[indices[k]]
+            target = out[outputs[k]]
             for column in range(columns):
                 target[column] += weight * source[column]
 
@@ -245,10 +257,11 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
     its up row, the product, and its down column (`down_*`: CSR of down_proj's transpose, a
     row per unit) scattered into the sum, which is added to the residual at the end.
     `gate_twins` (`twin_rows`) marks the units whose next unit's gate row has the same
-    columns: one column at a time (`_mlp_add_column`), the two rows' sums are taken in one
-    pass over the inputs, each row's terms in its own order, so the sums are the same as one
-    row at a time.  (With many columns the rows' sums are already vectors across the
-    columns, and summing two at once measured slower.)"""
+    columns: the two rows' sums are taken in one pass over the inputs (each input row read
+    once for both), each row's terms in its own order, so the sums are the same as one row
+    at a time.  Whether a unit is live is a count over the columns, not a search that stops
+    at the first live one: the count runs in vector registers, and most units are dead.
+    With few columns `_mlp_add_column` takes each column with scalar sums."""
     dims, columns = x.shape
     if columns <= FEW_COLUMNS:
         for column in range(columns):
@@ -256,39 +269,58 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
                             up_indices, up_data, down_indptr, down_indices, down_data,
                             x[:, column], residual[:, column])
         return
+    gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
+    down_outputs = down_indices.view(np.uint32)
     total = np.zeros((residual.shape[0], columns), dtype=np.float32)
-    gate = np.empty(columns, dtype=np.float32)
+    sums = np.empty((2, columns), dtype=np.float32)
     up = np.empty(columns, dtype=np.float32)
     units = gate_indptr.shape[0] - 1
-    for unit in range(units):
-        gate[:] = 0.0
-        for k in range(gate_indptr[unit], gate_indptr[unit + 1]):
-            weight = gate_data[k]
-            source = x[gate_indices[k]]
+    unit = 0
+    while unit < units:
+        start, stop = np.uint64(gate_indptr[unit]), np.uint64(gate_indptr[unit + 1])
+        first, second = sums[0], sums[1]
+        first[:] = 0.0
+        count = 1
+        if gate_twins[unit]:
+            second[:] = 0.0
+            offset = stop - start
+            for k in range(start, stop):
+                weight, twin_weight = gate_data[k], gate_data[k + offset]
+                source = x[gate_inputs[k]]
+                for column in range(columns):
+                    first[column] += weight * source[column]
+                    second[column] += twin_weight * source[column]
+            count = 2
+        else:
+            for k in range(start, stop):
+                weight = gate_data[k]
+                source = x[gate_inputs[k]]
+                for column in range(columns):
+                    first[column] += weight * source[column]
+        for twin in range(count):
+            this = unit + twin
+            gate = sums[twin]
+            live = 0                                  # silu(x <= -89) is exactly -0
             for column in range(columns):
-                gate[column] += weight * source[column]
-        live = False
-        for column in range(columns):              # silu(x <= -89) is exactly -0
-            if gate[column] > np.float32(-89.0):
-                live = True
-                break
-        if not live:
-            continue
-        for column in range(columns):
-            gate[column] = silu(gate[column])
-        up[:] = 0.0
-        for k in range(up_indptr[unit], up_indptr[unit + 1]):
-            weight = up_data[k]
-            source = x[up_indices[k]]
+                live += gate[column] > np.float32(-89.0)
+            if live == 0:
+                continue
             for column in range(columns):
-                up[column] += weight * source[column]
-        for column in range(columns):
-            gate[column] = gate[column] * up[column]
-        for k in range(down_indptr[unit], down_indptr[unit + 1]):
-            weight = down_data[k]
-            target = total[down_indices[k]]
+                gate[column] = silu(gate[column])
+            up[:] = 0.0
+            for k in range(np.uint64(up_indptr[this]), np.uint64(up_indptr[this + 1])):
+                weight = up_data[k]
+                source = x[up_inputs[k]]
+                for column in range(columns):
+                    up[column] += weight * source[column]
             for column in range(columns):
-                target[column] += weight * gate[column]
+                gate[column] = gate[column] * up[column]
+            for k in range(np.uint64(down_indptr[this]), np.uint64(down_indptr[this + 1])):
+                weight = down_data[k]
+                target = total[down_outputs[k]]
+                for column in range(columns):
+                    target[column] += weight * gate[column]
+        unit += count
     for row in range(residual.shape[0]):
         for column in range(columns):
             residual[row, column] += total[row, column]
@@ -301,35 +333,39 @@ def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr,
     next unit, whose gate row has the same columns: the two units of a step) gather each
     input once and keep two running sums, each row's terms still added in its own order,
     so the sums are those of one row at a time; the units then go on one after the other."""
+    values = np.empty(x.shape[0], dtype=np.float32)      # the column, contiguous
+    values[:] = x
+    gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
+    down_outputs = down_indices.view(np.uint32)
     total = np.zeros(residual.shape[0], dtype=np.float32)
     units = gate_indptr.shape[0] - 1
     unit = 0
     while unit < units:
-        start, stop = gate_indptr[unit], gate_indptr[unit + 1]
+        start, stop = np.uint64(gate_indptr[unit]), np.uint64(gate_indptr[unit + 1])
         first = np.float32(0.0)
         second = np.float32(0.0)
         count = 1
         if gate_twins[unit]:
             offset = stop - start
             for k in range(start, stop):
-                value = x[gate_indices[k]]
+                value = values[gate_inputs[k]]
                 first += gate_data[k] * value
                 second += gate_data[k + offset] * value
             count = 2
         else:
             for k in range(start, stop):
-                first += gate_data[k] * x[gate_indices[k]]
+                first += gate_data[k] * values[gate_inputs[k]]
         for twin in range(count):
             gate = silu(first if twin == 0 else second)
             if gate == np.float32(0.0):
                 continue
             this = unit + twin
             up = np.float32(0.0)
-            for k in range(up_indptr[this], up_indptr[this + 1]):
-                up += up_data[k] * x[up_indices[k]]
+            for k in range(np.uint64(up_indptr[this]), np.uint64(up_indptr[this + 1])):
+                up += up_data[k] * values[up_inputs[k]]
             product = gate * up
-            for k in range(down_indptr[this], down_indptr[this + 1]):
-                total[down_indices[k]] += down_data[k] * product
+            for k in range(np.uint64(down_indptr[this]), np.uint64(down_indptr[this + 1])):
+                total[down_outputs[k]] += down_data[k] * product
         unit += count
     for row in range(residual.shape[0]):
         residual[row] += total[row]

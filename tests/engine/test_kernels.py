@@ -166,6 +166,32 @@ def test_twins_sum_each_row_in_its_own_order(columns):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def test_the_mlp_of_a_column_does_not_depend_on_the_other_columns():
+    """Eight columns at once (the loops over columns, twins summed in one pass, a unit live
+    in some columns and dead in others) give each column's result alone (`_mlp_add_column`)
+    to the bit."""
+    rng = np.random.default_rng(33)
+    hidden, pairs, columns = 40, 30, 8
+    shared = random_sparse(pairs, hidden, 0.3, 12)
+    gate = np.repeat(shared, 2, axis=0)
+    gate[1::2] *= -1.5
+    up, down = random_sparse(2 * pairs, hidden, 0.3, 13), random_sparse(hidden, 2 * pairs, 0.3, 14)
+    x = rng.standard_normal((hidden, columns)).astype(np.float32)
+    x[0] = 1.0
+    gate[:, 0] = rng.choice([-300.0, 0.0, 2.0], 2 * pairs)
+    x[1] = np.float32(60.0) * np.sign(rng.standard_normal(columns)).astype(np.float32)
+    csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
+    arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
+    twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
+    residual = rng.standard_normal((hidden, columns)).astype(np.float32)
+    together = residual.copy()
+    kernels.mlp_add(*arrays[:3], twins, *arrays[3:], x, together)
+    for column in range(columns):
+        alone = residual[:, column:column + 1].copy()
+        kernels.mlp_add(*arrays[:3], twins, *arrays[3:], x[:, column:column + 1].copy(), alone)
+        assert np.array_equal(alone[:, 0].view(np.uint32), together[:, column].view(np.uint32))
+
+
 def test_rms_norm_and_argmax():
     x = np.random.default_rng(7).standard_normal((64, 5)).astype(np.float32)
     scale = (1.0 + np.random.default_rng(8).standard_normal(64) * 0.1).astype(np.float32)
