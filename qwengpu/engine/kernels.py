@@ -12,7 +12,8 @@ may differ from stock transformers' blocked sums in the last bit, which the comp
 gadgets' margins absorb (tests hold the chosen ids identical).
 
 Positions in the sparse loops are unsigned: a CSR row's span as `np.uint64`, its column or
-row indices read through `indices.view(np.uint32)`.  numba wraps a negative signed index
+row indices read through `indices.view(np.uint32)` (the delta rule's int64 tables of
+channels and state rows through `.view(np.uint64)`).  numba wraps a negative signed index
 around (Python's `a[-1]`), a sign test and two more instructions on every access it cannot
 prove non-negative; in the short loops over a row's nonzeros that was a third of the time.
 A one-column vector (`x[:, column]`, strided) is copied to a contiguous one first.
@@ -426,7 +427,8 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
     delta = np.empty(value_head_dim, dtype=np.float32)
     output = np.empty(value_head_dim, dtype=np.float32)
     read = np.empty(value_head_dim, dtype=np.float32)
-    touched = np.empty(key_head_dim, dtype=np.int64)
+    touched = np.empty(key_head_dim, dtype=np.uint64)
+    conv_targets = conv_channel.view(np.uint64)
     lanes = np.empty(LANES, dtype=np.float32)
     scale = np.float32(math.sqrt(key_head_dim))
     w0, w1, w2, w3 = conv_weight[0], conv_weight[1], conv_weight[2], conv_weight[3]
@@ -444,7 +446,7 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
             older[n] = old[n]
             old[n] = last[n]
             last[n] = current[n]
-            mixed[conv_channel[n]] = silu(total)
+            mixed[conv_targets[n]] = silu(total)
         # l2norm of q and k per key head (inv = rsqrt(sum x^2 + 1e-6)); q over sqrt(dk)
         for head in range(key_heads):
             base = head * key_head_dim
@@ -457,13 +459,14 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
             for i in range(key_head_dim):
                 key[base + i] = mixed[key_channels + base + i] * inverse
         for head in range(value_heads):
-            key_base = key_of_value_head[head] * key_head_dim
+            key_base = np.uint64(key_of_value_head[head] * key_head_dim)
             value_base = qk_channels + head * value_head_dim
             beta = sigmoid(current[b_row + head])
             decay = math.exp(neg_a[head] * softplus(current[a_row + head] + dt_bias[head]))
             memory = state[slot, head]
             live_rows, live_columns = state_row_count[head], state_column_count[head]
-            rows_of, columns_of = state_rows[head], state_columns[head]
+            rows_of = state_rows[head].view(np.uint64)
+            columns_of = state_columns[head].view(np.uint64)
             if decay != np.float32(1.0):          # S * 1 == S
                 for n in range(live_rows):
                     for c in range(live_columns):
@@ -474,7 +477,7 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
             for n in range(live_rows):
                 i = rows_of[n]
                 if key[key_base + i] != 0.0 or query[key_base + i] != 0.0:
-                    touched[count] = n
+                    touched[count] = np.uint64(n)
                     count += 1
             kv_memory[:live_columns] = 0.0
             for t in range(count):
@@ -484,7 +487,7 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
                     for c in range(live_columns):
                         kv_memory[c] += memory[n, c] * weight
             for c in range(live_columns):
-                delta[c] = (mixed[value_base + columns_of[c]] - kv_memory[c]) * beta
+                delta[c] = (mixed[np.uint64(value_base) + columns_of[c]] - kv_memory[c]) * beta
             # the write, then the output read of the same row (the read needs only its own
             # row written): one pass, rows in order, as the two passes would take them; the
             # live columns' sums, then the head's output with 0 in the others

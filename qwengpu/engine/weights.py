@@ -45,6 +45,8 @@ class CheckpointError(UserError):
 @dataclass
 class Matrix:
     """A weight matrix [rows, columns]: CSR arrays, or dense when it is mostly nonzero.
+    CSR `indptr` is int64, `indices` int32 (the kernels read them as uint32: no index is
+    negative), `data` float32.
 
     A dense matrix is `stored` C-contiguous in the layout its products read
     (`kernels.dense_product`: each weight row of the layout is a contiguous run the sums of
