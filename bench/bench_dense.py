@@ -8,7 +8,10 @@ rows held while the weights advance, four terms a pass).  The baseline is the ke
 it (`row_by_row` below: each row's sum left to right, the same sums), and `torch.mm` (BLAS,
 one thread; its sums are blocked, so they are not the engine's) is given for scale.  Each
 figure is the best of five runs in one process; the engine's result is checked equal to the
-baseline's to the bit.  Threads: one (`torch.set_num_threads(1)`; the numba kernels run on
+baseline's to the bit.  The last two columns are the product's multiply-adds a second, and
+those of its inner step (`kernels._add_four_terms`) repeated on one block whose operands stay
+in the first-level cache: the rate the kernel's arithmetic allows when memory never waits
+(with one column the product is bound by reading the weights; with 8 and more, by that).  Threads: one (`torch.set_num_threads(1)`; the numba kernels run on
 the calling thread).
 """
 
@@ -28,6 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from qwengpu.engine.engine import matmul  # noqa: E402
+from qwengpu.engine.kernels import _add_four_terms  # noqa: E402
 from qwengpu.engine.weights import Matrix  # noqa: E402
 
 
@@ -53,6 +57,24 @@ def row_by_row(weight, x, out):
                 target[column] += value * source[column]
 
 
+@njit(cache=True, nogil=True)
+def passes_in_cache(sums, operand, x, passes):
+    """`dense_product`'s inner step again and again on one block of 512 rows and 4 terms
+    (operands in the first-level cache): the rate its arithmetic allows."""
+    for _ in range(passes):
+        _add_four_terms(sums, operand, 0, 0, 512, x)
+
+
+def in_cache_rate(columns: int) -> float:
+    """Multiply-adds a second of `dense_product`'s inner step with nothing to wait for."""
+    sums = np.zeros((columns, 512), dtype=np.float32)
+    operand = np.full((4, 512), 1e-3, dtype=np.float32)
+    x = np.ones((4, columns), dtype=np.float32)
+    passes = 20_000
+    seconds = best_of(lambda: passes_in_cache(sums, operand, x, passes))
+    return passes * 4 * 512 * columns / seconds
+
+
 def best_of(work, runs: int = 5) -> float:
     work()
     best = float("inf")
@@ -74,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     weight = rng.standard_normal((args.rows, args.inner), dtype=np.float32)
     matrix = Matrix.of(torch.from_numpy(weight))
     print(f"dense {args.rows} x {args.inner} float32, one thread; ms per product (best of 5)")
-    print("| columns | before (row by row) | dense_product | torch.mm | speed-up over before |")
-    print("|---|---|---|---|---|")
+    print("| columns | before (row by row) | dense_product | torch.mm | speed-up over before "
+          "| dense_product G mul-add/s | its inner step in cache |")
+    print("|---|---|---|---|---|---|---|")
     for columns in args.columns:
         x = rng.standard_normal((args.inner, columns), dtype=np.float32)
         before = np.empty((args.rows, columns), dtype=np.float32)
@@ -84,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         if not np.array_equal(matmul(matrix, x), before):
             raise SystemExit(f"dense_product differs from the row-by-row sums at {columns}")
         blas = best_of(lambda: torch.mm(torch.from_numpy(weight), torch.from_numpy(x)))
+        rate = args.rows * args.inner * columns / new
         print(f"| {columns} | {old * 1e3:.1f} | {new * 1e3:.1f} | {blas * 1e3:.1f} | "
-              f"{old / new:.1f}x |", flush=True)
+              f"{old / new:.1f}x | {rate / 1e9:.1f} | {in_cache_rate(columns) / 1e9:.1f} |",
+              flush=True)
     return 0
 
 
