@@ -25,7 +25,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from qwengpu.engine import kernels
+from qwengpu.engine import kernels, mixer_kernels
 from qwengpu.engine.fused import FusedLayers, fusable
 from qwengpu.engine.weights import AttentionMixer, DeltaNetMixer, Matrix, Mlp, Weights, \
     read_weights, rotary_tables
@@ -184,7 +184,7 @@ class SparseEngine:
                 if isinstance(mixer, DeltaNetMixer):
                     out = np.empty((len(mixer.value_heads) * mixer.value_head_dim, columns),
                                    dtype=FLOAT)
-                    kernels.deltanet_columns(
+                    mixer_kernels.deltanet_columns(
                         projected, slots, mixer.conv_channel, mixer.conv_weight,
                         state.conv[index],
                         len(mixer.key_heads) * mixer.key_head_dim, len(mixer.value_heads),
@@ -196,7 +196,7 @@ class SparseEngine:
                     cos, sin = self._rotary(int(positions.max()) + 1)
                     out = np.empty((len(mixer.query_heads) * mixer.head_dim, columns),
                                    dtype=FLOAT)
-                    kernels.attention_columns(
+                    mixer_kernels.attention_columns(
                         projected, slots, positions, mixer.kv_of_head, len(mixer.kv_heads),
                         mixer.head_dim, mixer.q_scale, mixer.k_scale, FLOAT(weights.eps),
                         cos, sin, state.keys[index], state.values[index],

@@ -23,22 +23,30 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
-from qwengpu.engine.kernels import csr_matmul, csr_matmul_add, deltanet_columns, mlp_add, \
-    rms_norm
+from qwengpu.engine.kernels import csr_matmul, csr_matmul_add, mlp_add, rms_norm
+from qwengpu.engine.mixer_kernels import deltanet_columns
 from qwengpu.engine.weights import DeltaNetMixer, Matrix, Weights
 
 FLOAT = np.float32
 
 
+KERNEL_FILES = ("kernels.py", "mixer_kernels.py")
+
+
 def drop_stale_cache(folder: Path = Path(__file__).parent) -> None:
     """numba keys a cached function on its own file only, but `run_layers`'s compiled code
-    holds the kernels' (numba compiles callees into the caller): after kernels.py changes, a
-    cached `run_layers` would still run the old kernels.  So its cache files go when they are
-    older than kernels.py (a read-only install has none here, and nothing is dropped)."""
-    kernels = folder / "kernels.py"
+    holds the kernels' (numba compiles callees into the caller): after a kernel file
+    changes, a cached `run_layers` would still run the old kernels.  So its cache files go
+    when they are older than a kernel file (a read-only install has none here, and nothing
+    is dropped)."""
+    try:
+        newest = max((folder / name).stat().st_mtime for name in KERNEL_FILES
+                     if (folder / name).exists())
+    except ValueError:                      # no kernel file: nothing to compare with
+        return
     for cached in (folder / "__pycache__").glob("fused.run_layers-*.nb[ic]"):
         try:
-            if cached.stat().st_mtime < kernels.stat().st_mtime:
+            if cached.stat().st_mtime < newest:
                 cached.unlink()
         except OSError:
             pass

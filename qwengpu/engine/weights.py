@@ -106,7 +106,7 @@ class Matrix:
 
 @dataclass
 class DeltaNetMixer:
-    """The live value heads of a Gated DeltaNet layer (see `kernels.deltanet_columns`)."""
+    """The live value heads of a Gated DeltaNet layer (see `mixer_kernels.deltanet_columns`)."""
 
     value_heads: list[int]             # live value heads (checkpoint numbering)
     key_heads: list[int]               # the key heads they read
@@ -152,7 +152,7 @@ def live_state(mixer: DeltaNetMixer) -> tuple[np.ndarray, ...]:
     there, so delta = 0 and the column stays 0.  Reading such a row or column with q adds
     terms that are exactly 0 to sums that start at +0 (which can never become -0), so
     leaving those rows and columns out of the state changes no bit of any result
-    (`kernels.deltanet_columns`)."""
+    (`mixer_kernels.deltanet_columns`)."""
     heads, dk, dv = len(mixer.value_heads), mixer.key_head_dim, mixer.value_head_dim
     key_channels = len(mixer.key_heads) * dk
     read = set(mixer.conv_channel.tolist())
@@ -175,7 +175,7 @@ def live_state(mixer: DeltaNetMixer) -> tuple[np.ndarray, ...]:
 
 @dataclass
 class AttentionMixer:
-    """The live query heads of a full-attention layer (see `kernels.attention_columns`)."""
+    """The live query heads of a full-attention layer (see `mixer_kernels.attention_columns`)."""
 
     query_heads: list[int]
     kv_heads: list[int]
