@@ -4,9 +4,15 @@
 zero); `kernels` holds the decoder's arithmetic as compiled loops; `engine` runs the forward
 pass and greedy decoding for a batch of independent rows.  docs/engine.md says what it
 computes, what it skips and why that is exact, and how it is held to stock transformers.
+`mixer_kernels` holds the mixers (the delta rule, attention), `fused` the layers in one
+compiled call; `numba_cache` keeps the kernels' on-disk cache true to their source.
 """
 
-from qwengpu.engine.engine import SparseEngine
-from qwengpu.engine.weights import CheckpointError, read_weights
+from qwengpu.engine.numba_cache import drop_stale_cache
+
+drop_stale_cache()
+
+from qwengpu.engine.engine import SparseEngine  # noqa: E402
+from qwengpu.engine.weights import CheckpointError, read_weights  # noqa: E402
 
 __all__ = ["SparseEngine", "CheckpointError", "read_weights"]

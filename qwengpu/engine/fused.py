@@ -17,8 +17,6 @@ layer's arithmetic dwarfs the calls anyway.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from numba import njit
 from numba.typed import List
@@ -28,31 +26,6 @@ from qwengpu.engine.mixer_kernels import deltanet_columns
 from qwengpu.engine.weights import DeltaNetMixer, Matrix, Weights
 
 FLOAT = np.float32
-
-
-KERNEL_FILES = ("kernels.py", "mixer_kernels.py")
-
-
-def drop_stale_cache(folder: Path = Path(__file__).parent) -> None:
-    """numba keys a cached function on its own file only, but `run_layers`'s compiled code
-    holds the kernels' (numba compiles callees into the caller): after a kernel file
-    changes, a cached `run_layers` would still run the old kernels.  So its cache files go
-    when they are older than a kernel file (a read-only install has none here, and nothing
-    is dropped)."""
-    try:
-        newest = max((folder / name).stat().st_mtime for name in KERNEL_FILES
-                     if (folder / name).exists())
-    except ValueError:                      # no kernel file: nothing to compare with
-        return
-    for cached in (folder / "__pycache__").glob("fused.run_layers-*.nb[ic]"):
-        try:
-            if cached.stat().st_mtime < newest:
-                cached.unlink()
-        except OSError:
-            pass
-
-
-drop_stale_cache()
 
 
 def _sparse(matrix: Matrix) -> bool:

@@ -76,21 +76,3 @@ def test_live_attention_or_dense_matrices_keep_the_loop(tmp_path):
     engine = SparseEngine.load(save(random_model(), tmp_path / "dense"))
     assert engine.fused is None
 
-
-def test_a_cache_older_than_the_kernels_is_dropped(tmp_path):
-    """numba would keep running a cached run_layers built from kernels.py as it was."""
-    import os
-
-    from qwengpu.engine.fused import drop_stale_cache
-
-    cache = tmp_path / "__pycache__"
-    cache.mkdir()
-    old, new = cache / "fused.run_layers-150.py311.nbi", cache / "fused.run_layers-150.py311.1.nbc"
-    other = cache / "kernels.mlp_add-239.py311.nbi"
-    for path in (old, new, other):
-        path.write_bytes(b"")
-    (tmp_path / "kernels.py").write_text("")
-    os.utime(old, (1_000, 1_000))
-    os.utime(other, (1_000, 1_000))
-    drop_stale_cache(tmp_path)
-    assert not old.exists() and new.exists() and other.exists()

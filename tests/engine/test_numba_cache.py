@@ -1,0 +1,35 @@
+"""qwengpu/engine/numba_cache.py: a cache older than the kernels it holds is dropped.
+
+numba would otherwise keep running a cached `fused.run_layers` or `deltanet_columns` built
+from kernels.py as it was before an edit."""
+
+from __future__ import annotations
+
+import os
+
+from qwengpu.engine.numba_cache import drop_stale_cache
+
+
+def test_a_cache_older_than_what_it_calls_is_dropped(tmp_path):
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    names = {"old fused": "fused.run_layers-150.py311.nbi",
+             "new fused": "fused.run_layers-150.py311.1.nbc",
+             "old mixer": "mixer_kernels.deltanet_columns-20.py311.nbi",
+             "old kernel": "kernels.mlp_add-239.py311.nbi",
+             "old bytecode": "fused.cpython-311.pyc"}
+    paths = {what: cache / name for what, name in names.items()}
+    for path in paths.values():
+        path.write_bytes(b"")
+    (tmp_path / "kernels.py").write_text("")
+    for what in ("old fused", "old mixer", "old kernel", "old bytecode"):
+        os.utime(paths[what], (1_000, 1_000))
+    removed = drop_stale_cache(tmp_path)
+    assert sorted(removed) == sorted([paths["old fused"], paths["old mixer"]])
+    assert all(path.exists() for what, path in paths.items()
+               if what not in ("old fused", "old mixer"))
+
+
+def test_a_folder_without_a_cache_is_left_alone(tmp_path):
+    (tmp_path / "kernels.py").write_text("")
+    assert drop_stale_cache(tmp_path) == []
