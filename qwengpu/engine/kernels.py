@@ -273,13 +273,13 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
     down_outputs = down_indices.view(np.uint32)
     total = np.zeros((residual.shape[0], columns), dtype=np.float32)
-    sums = np.empty((2, columns), dtype=np.float32)
+    sums = np.empty((2, columns), dtype=np.float32)      # a unit's gate row, and its twin's
+    first, second = sums[0], sums[1]
     up = np.empty(columns, dtype=np.float32)
     units = gate_indptr.shape[0] - 1
     unit = 0
     while unit < units:
         start, stop = np.uint64(gate_indptr[unit]), np.uint64(gate_indptr[unit + 1])
-        first, second = sums[0], sums[1]
         first[:] = 0.0
         count = 1
         if gate_twins[unit]:
