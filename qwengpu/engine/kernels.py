@@ -52,11 +52,18 @@ def csr_matmul(indptr, indices, data, x, out):
     for row in range(out.shape[0]):
         target = out[row]
         target[:] = 0.0
-        for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
-            weight = data[k]
-            source = x[inputs[k]]
-            for column in range(columns):
-                target[column] += weight * source[column]
+        _add_row_terms(inputs, data, np.uint64(indptr[row]), np.uint64(indptr[row + 1]), x, target)
+
+
+@njit(cache=True, nogil=True)
+def _add_row_terms(inputs, data, start, stop, x, sums):
+    """sums[:] += data[k] * x[inputs[k], :] for k from start to stop, one term after the
+    other: a CSR row's sum in every column (`inputs`: its indices read unsigned)."""
+    for k in range(start, stop):
+        weight = data[k]
+        source = x[inputs[k]]
+        for column in range(x.shape[1]):
+            sums[column] += weight * source[column]
 
 
 @njit(cache=True, nogil=True)
@@ -134,11 +141,7 @@ def csr_matmul_add(indptr, indices, data, x, residual):
         if start == stop:
             continue                       # h + 0 == h
         total[:] = 0.0
-        for k in range(start, stop):
-            weight = data[k]
-            source = x[inputs[k]]
-            for column in range(columns):
-                total[column] += weight * source[column]
+        _add_row_terms(inputs, data, start, stop, x, total)
         for column in range(columns):
             residual[row, column] += total[column]
 
@@ -293,11 +296,7 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
                     second[column] += twin_weight * source[column]
             count = 2
         else:
-            for k in range(start, stop):
-                weight = gate_data[k]
-                source = x[gate_inputs[k]]
-                for column in range(columns):
-                    first[column] += weight * source[column]
+            _add_row_terms(gate_inputs, gate_data, start, stop, x, first)
         for twin in range(count):
             this = unit + twin
             gate = sums[twin]
@@ -309,11 +308,8 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
             for column in range(columns):
                 gate[column] = silu(gate[column])
             up[:] = 0.0
-            for k in range(np.uint64(up_indptr[this]), np.uint64(up_indptr[this + 1])):
-                weight = up_data[k]
-                source = x[up_inputs[k]]
-                for column in range(columns):
-                    up[column] += weight * source[column]
+            _add_row_terms(up_inputs, up_data, np.uint64(up_indptr[this]),
+                    np.uint64(up_indptr[this + 1]), x, up)
             for column in range(columns):
                 gate[column] = gate[column] * up[column]
             for k in range(np.uint64(down_indptr[this]), np.uint64(down_indptr[this + 1])):
