@@ -2,7 +2,8 @@
 
 torch runs the small models of the tests on one thread: on a 2-core machine the token-by-token
 decode path is many times slower with two threads competing (and so is everything else running
-beside it), and one thread also keeps float results independent of the thread count.
+beside it), and one thread also keeps float results independent of the thread count.  The run
+uses the cores through pytest-xdist instead, a worker each (tests/workers.py).
 """
 
 import torch
@@ -11,6 +12,9 @@ torch.set_num_threads(1)
 
 
 import pytest
+
+# pytest-xdist: how many workers, and which tests share one (tests/workers.py)
+from workers import pytest_collection_modifyitems, pytest_xdist_auto_num_workers  # noqa: F401
 
 
 @pytest.hookimpl(hookwrapper=True)

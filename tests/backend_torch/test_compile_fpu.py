@@ -20,6 +20,8 @@ from compile_helpers import compile_and_load, run_case, simulator_state, texts
 from fpu_helpers import fpu_gadget_spec, operand_pairs, reference_add
 from qwengpu.trace.prompt import state_prompt
 
+pytestmark = pytest.mark.heavy     # one worker runs the heavy files in turn: tests/workers.py
+
 LANES, PAIRS = 4, 16
 LAUNCHES = 160                        # 160 x 4 lanes x 16 pairs = 10,240 sums
 

@@ -15,6 +15,8 @@ from compile_helpers import TINY_SPEC, compile_plan
 from graph_page_helpers import chip_graph, cone
 from qwengpu.backend_torch.graph_view import schedule_html
 
+pytestmark = pytest.mark.heavy     # one worker runs the heavy files in turn: tests/workers.py
+
 LIT = """() => {
   const of = name => Array.from(document.querySelectorAll('.chip.' + name))
                           .map(e => Number(e.dataset.chip)).sort((a, b) => a - b);

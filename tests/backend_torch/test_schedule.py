@@ -15,6 +15,8 @@ from qwengpu.cli import main
 from qwengpu.errors import CapacityError, HdlError
 from qwengpu.ir.check_trace_carried import trace_carried_problems
 
+pytestmark = pytest.mark.heavy     # one worker runs the heavy files in turn: tests/workers.py
+
 COUNTER = "specs/counter.hdl"
 TINY = "tests/backend_torch/specs/tiny_carried.hdl"
 

@@ -36,6 +36,8 @@ from qwengpu.runtime.model_backend import generate_greedy, load_checkpoint
 from qwengpu.trace.prompt import simulator_state, state_prompt
 from readme_job import COMPILE, RUN
 
+pytestmark = pytest.mark.heavy     # one worker runs the heavy files in turn: tests/workers.py
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 KERNELS = ["out_of_bounds", "serial_mad", "warp_ops", "early_return", "unseen/hash_mix",

@@ -19,6 +19,8 @@ from qwengpu.isa.machine import MachineIsa
 from qwengpu.runtime.machine_state import load_machine, new_simulator
 from qwengpu.trace.prompt import simulator_state, state_prompt
 
+pytestmark = pytest.mark.heavy     # one worker runs the heavy files in turn: tests/workers.py
+
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "qwengpu.hdl"
 # The three edits of docs/hdl.md, "Adding an instruction": the opcode with its assembly form,

@@ -36,6 +36,8 @@ from compile_helpers import REDUCED  # noqa: E402
 from llamacpp_helpers import skip_without_llamacpp  # noqa: E402
 from qwengpu.cli import main  # noqa: E402
 
+pytestmark = pytest.mark.heavy     # one worker runs the heavy files in turn: tests/workers.py
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FORMS = {"text-untied-fp32": dict(tied=False, multimodal=False),
          "multimodal-tied-bf16-sharded": dict(tied=True, multimodal=True, dtype=torch.bfloat16,

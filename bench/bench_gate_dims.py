@@ -1,0 +1,77 @@
+"""Residual dims a text gate could use at each sublayer, beyond the dims the machine never takes.
+
+    python bench/bench_gate_dims.py [--target qwen3.5-2b] [--spec specs/qwengpu.hdl]
+
+`hdlc splice` gates every compiled unit off on text with one direction on the dims the
+machine leaves free at every layer (50 of Qwen3.5-2B's 2,048: docs/splice.md, "The text
+gate").  A gate row at one sublayer only needs its direction to be 0 on every machine
+token's residual *there*, so a gate per sublayer could also use the dims that hold no value
+at that sublayer's input, and a one-hot group's sum law (docs/splice.md, "The weakest
+condition").  This prints, from the compiler's own schedule (no weights are written), for
+each sublayer of the target: the dims holding a value, the dims no value has held yet
+(exactly 0 on every machine token), the dims freed by an erasure (0 up to the erasure's
+residue, about 2^-17 of the value: docs/schedule.md), and the one-hot groups held (one
+linear law each); then the fewest over the sublayers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from qwengpu.backend_torch.ops import ONEHOT  # noqa: E402
+from qwengpu.compiler import compile  # noqa: E402
+
+
+def sublayer_dims(schedule) -> list[dict]:
+    """Per sublayer: held, untouched and erased dims (ONE counted as held), one-hot laws."""
+    plan, hidden = schedule.plan, schedule.target.hidden_size
+    rows = []
+    for sublayer in range(2 * schedule.target.num_layers):
+        live = schedule.live_values(sublayer)
+        held = {0}
+        for v in live:
+            held.update(range(schedule.start[v], schedule.start[v] + plan.values[v].size))
+        touched = set()
+        for v, ready in schedule.ready.items():
+            if ready <= sublayer and v in schedule.start:
+                touched.update(range(schedule.start[v], schedule.start[v] + plan.values[v].size))
+        laws = sum(1 for v in live if plan.values[v].encoding == ONEHOT
+                   and plan.values[v].analog_scale is None and plan.values[v].size > 1)
+        rows.append({"sublayer": sublayer, "held": len(held),
+                     "untouched": hidden - len(held | touched),
+                     "erased": len(touched - held), "laws": laws})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", default=str(ROOT / "specs" / "qwengpu.hdl"))
+    parser.add_argument("--target", default="qwen3.5-2b")
+    args = parser.parse_args(argv)
+    schedule = compile(args.spec, args.target, stop_after="schedule").schedule
+    hidden = schedule.target.hidden_size
+    rows = sublayer_dims(schedule)
+    print(f"{args.target}: hidden {hidden}, {schedule.dims} dims allocated, "
+          f"{hidden - schedule.dims} never taken (today's gate dims)")
+    print("sublayer  layer  held  untouched  erased  one-hot laws")
+    for row in rows:
+        print(f"{row['sublayer']:8d}  {row['sublayer'] // 2:5d}  {row['held']:4d}  "
+              f"{row['untouched']:9d}  {row['erased']:6d}  {row['laws']:12d}")
+    for name, key in (("exactly 0 (untouched)", lambda r: r["untouched"]),
+                      ("0 up to an erasure's residue", lambda r: r["untouched"] + r["erased"]),
+                      ("and the one-hot laws", lambda r: r["untouched"] + r["erased"]
+                       + r["laws"])):
+        worst = min(rows, key=key)
+        print(f"fewest gate dims at a sublayer, {name}: {key(worst)} "
+              f"(sublayer {worst['sublayer']}, layer {worst['sublayer'] // 2})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
