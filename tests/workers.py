@@ -15,8 +15,8 @@ one worker, and the groups handed out in collection order as workers come free.
   memory at once and the longest queue starts earliest.  It runs before xdist's own hook,
   which reads the groups.
 
-Without xdist (`-p no:xdist`, or `-n 0`) the groups are only marks, and the heavy files
-come first.
+With `-n 0` the run is one process, the groups are only marks and the heavy files come
+first.
 """
 
 from __future__ import annotations
