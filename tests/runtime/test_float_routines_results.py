@@ -5,9 +5,9 @@ and square-root kernels on seeded random operand bit patterns, run by the sparse
 build with the interpreter in lockstep (every record checked) and each result word compared
 with numpy's float32 operation.  This test only reads those lines (no model is loaded): on the
 checkpoint the corpus last ran on (the current build), every line passed, the multiplies
-and divisions reach the issue's 10^4 operand sets (roots 4,000 so far: docs/fpu.md), and a batch's
-records are the interpreter's records of the same launches today (so the lines ran today's
-loader)."""
+and divisions reach the issue's 10^4 operand sets (roots 4,000 so far: docs/fpu.md), and a
+batch's records are the interpreter's records of the same launches today (so the lines ran
+today's loader)."""
 
 from __future__ import annotations
 
