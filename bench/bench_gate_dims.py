@@ -31,16 +31,18 @@ from qwengpu.compiler import compile  # noqa: E402
 def sublayer_dims(schedule) -> list[dict]:
     """Per sublayer: held, untouched and erased dims (ONE counted as held), one-hot laws."""
     plan, hidden = schedule.plan, schedule.target.hidden_size
-    rows = []
+
+    def dims_of(value: str) -> range:
+        return range(schedule.start[value], schedule.start[value] + plan.values[value].size)
+
+    by_ready = sorted((ready, v) for v, ready in schedule.ready.items() if v in schedule.start)
+    touched, written, rows = set(), 0, []
     for sublayer in range(2 * schedule.target.num_layers):
+        while written < len(by_ready) and by_ready[written][0] <= sublayer:
+            touched.update(dims_of(by_ready[written][1]))
+            written += 1
         live = schedule.live_values(sublayer)
-        held = {0}
-        for v in live:
-            held.update(range(schedule.start[v], schedule.start[v] + plan.values[v].size))
-        touched = set()
-        for v, ready in schedule.ready.items():
-            if ready <= sublayer and v in schedule.start:
-                touched.update(range(schedule.start[v], schedule.start[v] + plan.values[v].size))
+        held = {0}.union(*(dims_of(v) for v in live))
         laws = sum(1 for v in live if plan.values[v].encoding == ONEHOT
                    and plan.values[v].analog_scale is None and plan.values[v].size > 1)
         rows.append({"sublayer": sublayer, "held": len(held),

@@ -309,7 +309,7 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
                 gate[column] = silu(gate[column])
             up[:] = 0.0
             _add_row_terms(up_inputs, up_data, np.uint64(up_indptr[this]),
-                    np.uint64(up_indptr[this + 1]), x, up)
+                           np.uint64(up_indptr[this + 1]), x, up)
             for column in range(columns):
                 gate[column] = gate[column] * up[column]
             for k in range(np.uint64(down_indptr[this]), np.uint64(down_indptr[this + 1])):
