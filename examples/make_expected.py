@@ -10,8 +10,10 @@ machine.  For each example:
 - the model raises AddressFault -> {"trap": "address"}      (the machine must trap)
 - otherwise                     -> {"buffers": {name: [int32, ...]}} in launch order.
 
-`model.MACHINE`, where set, is the `-P` parameters of the reduced machine an example is
-written for (`machine_params`); the tests run it there as well as on the default machine.
+`model.MACHINE`, where set, is the `-P` parameters of the machine an example is written for
+(`machine_params`: a reduced one, or one with more instruction slots); the tests run it there
+as well as on the default machine, where `model.DEFAULT_MACHINE_ERROR`, if set, is the error
+the default machine refuses it with (`default_machine_error`).
 
     python examples/make_expected.py           # rewrite the expected.json files
     python examples/make_expected.py --check   # exit 1 if any is missing or stale
@@ -48,6 +50,11 @@ def load_model(example: Path):
 def machine_params(example: Path) -> dict[str, int] | None:
     """The example's `model.MACHINE` (the -P parameters of its reduced machine), or None."""
     return getattr(load_model(example), "MACHINE", None)
+
+
+def default_machine_error(example: Path) -> str | None:
+    """The error the default machine refuses an example with that needs its `MACHINE`."""
+    return getattr(load_model(example), "DEFAULT_MACHINE_ERROR", None)
 
 
 def compute_expected(example: Path) -> dict:

@@ -23,7 +23,8 @@ import torch
 from qwengpu.backend_torch.gadgets.arith import carry, digit_sum
 from qwengpu.backend_torch.gadgets.choose import choose, priority
 from qwengpu.backend_torch.gadgets.core import MlpWriter, put
-from qwengpu.backend_torch.gadgets.memory import Memory, address, fixed_address, when
+from qwengpu.backend_torch.gadgets.memory import Memory, SlotAddress, address, fixed_address, \
+    when
 from qwengpu.backend_torch.gadgets.multiply import mul_column
 from qwengpu.backend_torch.gadgets.scratch import scratch
 from qwengpu.backend_torch.gadgets.table import table
@@ -136,8 +137,12 @@ def emit_scratch(model, layer: int, heads: Sequence[int], rms: float, op: Op,
 
 def emit_memory(model, layer: int, heads: Sequence[int], rms: float, op: Op,
                 groups: dict[str, Group], sizes: dict[str, int]) -> None:
-    """Install one replica of a state element (a `memory` op)."""
+    """Install one replica of a state element (a `memory` op); a store of more slots than a
+    head has keys goes to `work.banks` sets of heads (`_install_banks`)."""
     work = op.work
+    if work.banks > 1:
+        _install_banks(model, layer, heads, rms, op, groups)
+        return
     kind, payload = work.address
     key = fixed_address(payload) if kind == "fixed" else \
         address(groups[payload], lambda v: min(v, HEAD_DIM - 1))   # v >= size: enable is 0
@@ -150,6 +155,39 @@ def emit_memory(model, layer: int, heads: Sequence[int], rms: float, op: Op,
         spare = min(sizes[work.element], HEAD_DIM - 1)
         query = address(groups[payload], lambda v: min(v, spare))
     memory.install(model, layer, list(heads), rms, query, [groups[v] for v in op.outputs])
+
+
+def _install_banks(model, layer: int, heads: Sequence[int], rms: float, op: Op,
+                   groups: dict[str, Group]) -> None:
+    """A store of more than `HEAD_DIM` slots (its spare included): bank b, in its own heads,
+    holds slots 128 b to 128 b + 127.  A bank writes only when the write index is one of its
+    slots (one more write condition: an aligned block of values is one cube, so a binary
+    index reads it); its query is hot for its own slots only, so for an index in another bank
+    every query channel is cold, the layer's L2 norm (with its epsilon) keeps the query near
+    1e-17 and the bank's read-out is some 1e-13 of the hot bank's (every consumer restores
+    its inputs; docs/state.md, "Memories of more than 128 words").  Every bank's read-out goes
+    to the same output groups: they add up to the hot bank's value."""
+    work = op.work
+    (_, written), (_, read) = work.address, work.query
+    write_index, read_index = groups[written], groups[read]
+    per_bank = len(heads) // work.banks
+    for bank in range(work.banks):
+        base = bank * HEAD_DIM
+
+        def in_bank(group: Group) -> dict[tuple[int], int]:
+            return {(v,): v - base for v in range(base, min(base + HEAD_DIM, group.count))}
+        key = SlotAddress((write_index,), in_bank(write_index))
+        conditions = [when(groups[g], *vals) for g, vals in work.when]
+        if key.slot_of:
+            conditions.append(when(write_index, *(v for v, in key.slot_of)))
+        else:               # an index that never reaches this bank: only <bos> writes it
+            key = fixed_address(0)
+            conditions.append(when(groups[work.init], 1))
+        memory = Memory(f"{op.name}.bank{bank}", key, [groups[v] for v in work.values],
+                        conditions, groups[work.init])
+        memory.install(model, layer, list(heads[bank * per_bank:(bank + 1) * per_bank]), rms,
+                       SlotAddress((read_index,), in_bank(read_index)),
+                       [groups[v] for v in op.outputs])
 
 
 # -- embedding and lm_head --------------------------------------------------------------------

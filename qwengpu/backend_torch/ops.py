@@ -130,13 +130,15 @@ class ScratchWork:
 class MemoryWork:
     """One replica of a store: written at `address` with `values` when every `when` (value,
     accepted values) holds, cleared on `init`, read at `query` (("fixed", slot) or ("value",
-    name))."""
+    name)).  A store of more than a head's `HEAD_DIM` slots is spread over `banks` groups of
+    heads, bank b holding elements 128 b to 128 b + 127 (`emit.emit_memory`)."""
     element: str
     address: tuple
     values: tuple[str, ...]
     when: tuple[tuple[str, tuple[int, ...]], ...]
     init: str
     query: tuple
+    banks: int = 1
     label = "memory"
 
 

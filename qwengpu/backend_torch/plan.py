@@ -317,13 +317,9 @@ class _Builder:
         heads = -(-sum(self.plan.values[v].size for v in outputs) // HEAD_DIM)
         # slots the reads need: the elements, and the spare out-of-range reads use (if any)
         slots = self.plan.values[query[1]].size if query[0] == "value" else 1
-        banks = -(-slots // HEAD_DIM)
-        if banks > 1 and not self.plan.estimate:
-            raise CapacityError(f"memory {node.state} has {store.size} elements per bank; one "
-                                f"DeltaNet head holds {HEAD_DIM - 1} (no index dimension is "
-                                "constant in every access, so it cannot be banked)", node.loc)
+        banks = -(-slots // HEAD_DIM)     # more slots than a head's keys: one head set a bank
         heads *= banks
-        self.plan.add(Op(tag, MemoryWork(**writes, query=query), inputs, outputs,
+        self.plan.add(Op(tag, MemoryWork(**writes, query=query, banks=banks), inputs, outputs,
                          "commit" if region == "commit" else "state", node.loc, heads=heads))
         self.ports[key] = outputs
         return outputs
@@ -352,10 +348,6 @@ class _Builder:
                 flat_index = flat_index * size + index
             return flat_index
         spare = any(flat(*combo) == element.size for combo in _product(domains))
-        if spare and element.size >= HEAD_DIM and not self.plan.estimate:
-            raise CapacityError(f"memory {name} has {element.size} elements and this index can "
-                                f"be out of range: a DeltaNet head holds {HEAD_DIM - 1} "
-                                "elements and the spare slot out-of-range reads use", loc)
         out = f"{region[0]}.{name}.index{len(self.ports)}{tag}"
         self.plan.value(out, element.size + 1 if spare else element.size, loc=loc)
         self.plan.add(Op(out, Function(tuple(operands), flat),

@@ -39,6 +39,11 @@ from qwengpu.ptx.select import select_kernel
 from qwengpu.ptx.vcode import (TRUE, ZERO, FormedAddress, LabelRef, ParamRef, SymbolRef, VInstr,
                                VLabel, VPred, VReg)
 
+# The most instruction slots both targets hold: `hdlc compile -P PROG_WORDS=256` banks the
+# program over two DeltaNet heads and keeps an 8-bit binary pc (docs/state.md, "Memories of
+# more than 128 words"); 512 make the pc one-hot, wider than qwen3.5-2b.
+WIDE_PROGRAM = 256
+
 
 def choose_kernel(module: ir.Module, name: str | None) -> ir.Kernel:
     """The kernel called `name` (or the only one), or an error listing the kernels there are."""
@@ -121,10 +126,12 @@ def _compile(module: ir.Module, kernel_name: str | None, limits: MachineLimits,
     if len(slots) > limits.program_words:
         excess = len(slots) - limits.program_words
         where = slots[limits.program_words].origin
+        wider = f"; a machine compiled with -P PROG_WORDS={WIDE_PROGRAM} holds it" \
+            if len(slots) <= WIDE_PROGRAM else ""
         raise CapacityError(
             f"kernel {name} needs {len(slots)} instruction slots, but QwenGPU has "
-            f"{limits.program_words} ({excess} too many); the first that does not fit comes "
-            f"from this line", where.loc if where else kernel.loc, module.source)
+            f"{limits.program_words} ({excess} too many{wider}); the first that does not fit "
+            f"comes from this line", where.loc if where else kernel.loc, module.source)
     used = {name: variable for name, variable in declared.items() if name in used_variables}
     shared = _shared_memory(module, kernel, limits)
     return Program(kernel=kernel.name, params=list(kernel.params), param_slots=param_slots,
