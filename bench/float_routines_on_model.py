@@ -3,17 +3,20 @@
     python bench/float_routines_on_model.py --model DIR --op multiply --operands 10000 \
         --batch 32 --threads 2 --results bench/results/float-routines-min.jsonl
 
-`mul.rn.f32`, `div.rn.f32` and `sqrt.rn.f32` are routines of integer instructions the loader
-writes (docs/fpu.md); the FPU's add has its own gadget test of 10,240 sums inside a compiled
+`mul.rn.f32`, `div.rn.f32`, `sqrt.rn.f32` and `fma.rn.f32` are routines of integer
+instructions the loader writes (docs/fpu.md); the FPU's add has its own gadget test of 10,240 sums inside a compiled
 model.  This script runs the routines themselves inside the model: launches of
 `bench/float_routines/multiply.ptx` (`c[i] = __fmul_rn(a[i], b[i])`), `examples/float_divide`
-(`c[i] = a[i] / b[i]`) and `examples/float_sqrt` (`r[i] = sqrtf(x[i])`), 32 threads a launch
+(`c[i] = a[i] / b[i]`), `examples/float_sqrt` (`r[i] = sqrtf(x[i])`) and
+`bench/float_routines/fma.ptx` (`c[i] = fmaf(a[i], b[i], c[i])`, on a checkpoint compiled
+with `-P PROG_WORDS=256`: the fma routine needs more than 128 slots), 32 threads a launch
 (the machine's 8 warps), one operation a thread, their operands drawn as bit patterns by the
 tests' own generators (tests/fpu_helpers.py: uniform bits, specials, subnormals, ties,
 results at the subnormal and overflow boundaries), `--seed` and up.  Each batch runs on the
 sparse engine with the interpreter in lockstep (every record the model writes checked,
 `--check`), and each launch's result words are compared with numpy's float32 operation on
-the same bits (NaN results as PTX's canonical NaN): an independent reference, never the
+the same bits (NaN results as PTX's canonical NaN; for the fma, float64's exact product
+and a sum rounded to odd, `fpu_helpers.reference_fma`): an independent reference, never the
 project's code.
 
 `--results FILE` appends a JSON line per batch (operation, seeds, operand sets, launches,
@@ -40,8 +43,8 @@ for folder in (ROOT / "tests", ROOT / "bench"):
         sys.path.insert(0, str(folder))
 
 from corpus_on_model import fingerprint  # noqa: E402
-from fpu_helpers import division_pairs, multiply_pairs, reference_divide, \
-    reference_multiply, reference_square_root  # noqa: E402
+from fpu_helpers import division_pairs, fma_triples, multiply_pairs, reference_divide, \
+    reference_fma, reference_multiply, reference_square_root  # noqa: E402
 
 WORDS = 126                       # the machine's global memory
 OPERATIONS = {
@@ -52,6 +55,8 @@ OPERATIONS = {
                reference_divide, division_pairs),
     "sqrt": (ROOT / "examples" / "float_sqrt" / "kernel.ptx", "float_sqrt", 32, 1,
              reference_square_root, division_pairs),      # the root reads each pair's first
+    "fma": (ROOT / "bench" / "float_routines" / "fma.ptx", "float_fma", 32, 3,   # c in place
+            reference_fma, fma_triples),
 }
 
 
@@ -64,9 +69,10 @@ def operand_sets(operation: str, seed: int) -> list[np.ndarray]:
 
 def launch_of(operation: str, inputs: list[np.ndarray]) -> dict:
     ptx, kernel, count, _, _, _ = OPERATIONS[operation]
-    names = ["a", "b"][:len(inputs)] + ["c"]
+    names = ["a", "b", "c"][:len(inputs)]
     buffers = {name: [int(word) for word in words] for name, words in zip(names, inputs)}
-    buffers["c"] = [0] * count
+    buffers.setdefault("c", [0] * count)
+    names = list(buffers)
     assert sum(len(words) for words in buffers.values()) <= WORDS
     return {"source": str(ptx), "kernel": kernel, "grid": count // 4, "block": 4,
             "buffers": buffers, "args": names}

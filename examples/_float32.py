@@ -66,6 +66,32 @@ def square_root(a: np.float32) -> np.float32:
         return np.sqrt(np.float32(a))
 
 
+def fused_multiply_add(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
+    """a * b + c rounded once (C's fmaf; what nvcc makes of `a * b + c`): the exact value
+    from Python's fractions, rounded to the nearest binary32 by hand (ties to even, the
+    subnormals' fixed step, overflow to infinity); an exact zero sum is -0 only where the
+    product and c are both negative zeros (IEEE's sum of two zeros)."""
+    from fractions import Fraction
+    x, y, z = (float(np.float32(v)) for v in (a, b, c))
+    if not all(map(math.isfinite, (x, y, z))):
+        with np.errstate(all="ignore"):            # infinities and NaNs: no rounding at all
+            return np.float32(np.float64(x) * np.float64(y) + np.float64(z))
+    total = Fraction(x) * Fraction(y) + Fraction(z)
+    if total == 0:
+        negative = math.copysign(1.0, x) * math.copysign(1.0, y) < 0 and math.copysign(1.0, z) < 0
+        return np.float32(-0.0 if negative else 0.0)
+    magnitude = abs(total)
+    exponent = magnitude.numerator.bit_length() - magnitude.denominator.bit_length()
+    if Fraction(2) ** exponent > magnitude:          # 2^exponent <= magnitude < 2^(exponent+1)
+        exponent -= 1
+    step = Fraction(2) ** (max(exponent, -126) - 23)
+    units, rest = divmod(magnitude, step)
+    units += rest > step / 2 or (rest == step / 2 and units % 2 == 1)
+    value = math.copysign(math.inf, total) if units * step >= 2 ** 128 else \
+        float(units * step) * (1 if total > 0 else -1)
+    return np.float32(value)
+
+
 def float_launch(launch: dict) -> dict:
     """The launch with every float buffer as words, for `_int32.run_grid`."""
     return {**launch, "buffers": {name: words(values)

@@ -196,3 +196,64 @@ def root_operands(rng: np.random.Generator, n: int) -> np.ndarray:
     with np.errstate(all="ignore"):
         squares = (np.square(short) * np.exp2(2 * scale)).astype(np.float32).view(np.uint32)
     return np.where(kind == 1, squares, a).astype(np.uint32)
+
+
+def reference_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once to binary32 (uint32 words, NaN results canonical), by numpy's
+    float64: the product of two binary32 values is exact there, the sum with c is rounded to
+    odd (its exact error from TwoSum: where it is not 0 and the sum's last bit is even, the
+    sum moves one ulp toward it), and rounding a value rounded to odd with 53 bits to 24 bits
+    is the correct rounding of the exact value (53 >= 24 + 2; Boldo and Melquiond)."""
+    with np.errstate(all="ignore"):
+        x, y, z = (np.asarray(v, np.uint32).view(np.float32).astype(np.float64)
+                   for v in (a, b, c))
+        product = x * y
+        total = product + z
+        product_part = total - z
+        error = (product - product_part) + (z - (total - product_part))
+        bits = total.view(np.uint64)
+        toward = np.where(np.sign(error) == np.sign(total), bits + np.uint64(1),
+                          bits - np.uint64(1))
+        odd = (error != 0) & np.isfinite(total) & ((bits & np.uint64(1)) == 0)
+        rounded = np.where(odd, toward, bits).view(np.float64).astype(np.float32)
+    return _canonical(rounded)
+
+
+def fma_triples(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+    """n triples (a, b, c) for a fused multiply-add: products from `multiply_pairs` (edges,
+    subnormals, ties, overflow) and addends from `operand_pairs`, and in most of them an
+    addend built against the product: its negation with the last 1 to 12 bits changed
+    (cancellation down to the product's low bits), a value 20 to 30 binades below it (the
+    guard and sticky bits), one far below it (a product rounded exactly at a tie, broken or
+    not by the tiny addend), one far above it (the product only a sticky bit), and subnormal
+    addends beside subnormal products."""
+    a, b = multiply_pairs(rng, n)
+    c, _ = operand_pairs(rng, n)
+    with np.errstate(all="ignore"):
+        product = (a.view(np.float32).astype(np.float64)
+                   * b.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
+    kind = rng.integers(0, 8, n)
+    exponent = (product >> 23) & 0xFF
+    signs = _bits(rng, n, 2) << 31
+    mantissa = _bits(rng, n, 1 << 23)
+
+    def at(offset):
+        field = np.clip(exponent.astype(np.int64) + offset, 0, 254).astype(np.uint32)
+        return signs | (field << 23) | mantissa
+
+    cancel = product ^ np.uint32(0x8000_0000) ^ _bits(rng, n, 1 << 12)
+    c = np.where(kind == 0, cancel, c)
+    c = np.where(kind == 1, at(-rng.integers(20, 31, n)), c)
+    c = np.where(kind == 2, at(-rng.integers(40, 120, n)), c)
+    c = np.where(kind == 3, at(rng.integers(25, 60, n)), c)
+    c = np.where(kind == 4, signs | _bits(rng, n, 1 << 23), c)
+    ties = kind == 5                   # 12-bit times 13-bit odd significands: 25-bit products
+    odd_a = (_bits(rng, n, 1 << 11) << 1 | 1) << 12
+    odd_b = (_bits(rng, n, 1 << 12) << 1 | 1) << 11
+    a = np.where(ties, (a & 0xFF80_0000) | (odd_a & 0x7F_FFFF), a)
+    b = np.where(ties, (b & 0xFF80_0000) | (odd_b & 0x7F_FFFF), b)
+    tiny_c = at(-rng.integers(30, 100, n)) & np.uint32(0x807F_FFFF) | (
+        np.clip(exponent.astype(np.int64) - rng.integers(30, 100, n), 0, 254)
+        .astype(np.uint32) << 23)
+    c = np.where(ties, np.where(rng.random(n) < 0.2, 0, tiny_c), c)
+    return a.astype(np.uint32), b.astype(np.uint32), c.astype(np.uint32)

@@ -7,8 +7,8 @@ The handlers of every supported opcode live in `select_integer`, `select_wide`,
 (with `select_divide64`), `select_bytes` (prmt, dp4a/dp2a), `select_float` (the `.f32`
 instructions that are integer operations on the bits), `select_cvt` (cvt between .f32 and
 integers, on `select_convert` and `select_convert_wide`), `select_fpu` (float add and sub on
-the machine's FPU, mul on its integer multiplier) and `select_float_divide` (div, rcp, sqrt:
-loops on integers); importing them here registers them with `qwengpu.ptx.selector.handles`,
+the machine's FPU, mul on its integer multiplier), `select_float_divide` (div, rcp, sqrt:
+loops on integers) and `select_float_fma` (fma: one rounding of a 64-bit sum on integers); importing them here registers them with `qwengpu.ptx.selector.handles`,
 and `Selector` (qwengpu/ptx/selector.py) runs them.
 """
 
@@ -17,8 +17,9 @@ from __future__ import annotations
 from qwengpu.isa import LANES
 from qwengpu.ptx import ir
 from qwengpu.ptx import (select_bytes, select_cvt, select_extended,  # noqa: F401
-                         select_float, select_float_divide, select_fpu, select_integer,
-                         select_local, select_memory, select_threads, select_wide)
+                         select_float, select_float_divide, select_float_fma, select_fpu,
+                         select_integer, select_local, select_memory, select_threads,
+                         select_wide)
 from qwengpu.ptx.geometry import Geometry
 from qwengpu.ptx.selector import Selector
 from qwengpu.ptx.vcode import VInstr, VLabel

@@ -24,7 +24,7 @@ default rounding; "NaN results are flushed to canonical NaN"):
 - `.sat`: the result clamped to [+0.0, 1.0], a NaN to +0.0.
 
 The directed roundings `.rz .rm .rp` (`__fadd_rz`, `__fmul_ru` and kin) are refused at the
-CUDA line, and so is `fma` (`selector.FLOAT_ARITHMETIC`).
+CUDA line.  `fma` is `select_float_fma`'s routine.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ from qwengpu.ptx.vcode import ZERO, Source, VReg
 DIRECTED_ROUNDING = ("rz", "rm", "rp")
 MINUS_ONE = 0xBF80_0000                  # -1.0
 # The float routines a kernel shares when it uses one more than once (qwengpu/ptx/routines.py)
-ROUTINE_OF = {"mul": "fmul", "div": "fdiv", "rcp": "fdiv", "sqrt": "fsqrt"}
+ROUTINE_OF = {"mul": "fmul", "div": "fdiv", "rcp": "fdiv", "sqrt": "fsqrt", "fma": "ffma",
+              "mad": "ffma"}
 # A multiply by one of these constants needs no routine (`scale_by_power_of_two`).
 DOUBLINGS = {0x4000_0000: 1, 0x4080_0000: 2, 0x4100_0000: 3}         # 2, 4, 8
 HALF = 0x3F00_0000

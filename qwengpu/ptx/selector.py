@@ -46,8 +46,8 @@ FLOAT_HANDLERS: dict[str, Handler] = {}
 F32_AS_BITS = frozenset({"mov", "ld", "st", "selp"})
 # Opcodes whose own handler explains why their `.f32` form is refused.
 F32_OWN_MESSAGE = frozenset({"atom", "red"})
-FLOAT_ARITHMETIC = ("floating-point arithmetic QwenGPU does not have yet (add, sub, mul, div, "
-                    "rcp and sqrt run; fma, rsqrt, ex2, lg2, sin, cos and tanh are not built; "
+FLOAT_ARITHMETIC = ("floating-point arithmetic QwenGPU does not have yet (add, sub, mul, fma, "
+                    "div, rcp and sqrt run; rsqrt, ex2, lg2, sin, cos and tanh are not built; "
                     "comparisons, min/max, neg/abs, moves of .f32 and cvt to and from integers "
                     "are supported)")
 

@@ -8,7 +8,8 @@ the two must agree on the final memory and on the trap before anything else is c
 `in[t * inputs ...]` into `%a0, %a1, ...` (32-bit words), runs the body, and stores
 `%o0, %o1, ...` into `out[t * outputs ...]`.  Rows are split over as many launches as the
 126 words of memory and the 8 warps require.  Expected values are computed by the tests
-themselves from PTX's semantics in plain Python.
+themselves from PTX's semantics in plain Python.  Both take `machine`, the `-P` parameters of
+another instance of QwenGPU (e.g. `{"PROG_WORDS": 256}` for a kernel of more slots).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import pytest
 from qwengpu.errors import PtxError
 from qwengpu.ptx.compile import compile_kernel
 from qwengpu.ptx.parser import parse_ptx
-from qwengpu.runtime.launch import LaunchResult, launch_for_program, run_launch_sim
+from qwengpu.runtime.launch import (LaunchResult, launch_for_program, machine_limits,
+                                    run_launch_sim)
+from qwengpu.runtime.machine_state import load_machine
 
 from ptx_isa_model import Windows, run_model
 
@@ -74,15 +77,25 @@ class Run:
 
 
 @functools.lru_cache(maxsize=64)
-def compile_ptx(ptx: str, kernel: str | None = None):
-    return compile_kernel(parse_ptx(ptx, "test.ptx"), kernel)
+def compile_ptx(ptx: str, kernel: str | None = None, machine: tuple = ()):
+    """The kernel's machine code for the default machine, or for the one of the `-P`
+    parameters `machine` ((name, value) pairs)."""
+    if not machine:
+        return compile_kernel(parse_ptx(ptx, "test.ptx"), kernel)
+    limits = machine_limits(load_machine(None, dict(machine)))
+    return compile_kernel(parse_ptx(ptx, "test.ptx"), kernel, limits)
 
 
 def run_ptx(ptx: str, buffers: dict[str, list[int]], args: list, grid: int = 1,
-            block: int = 4, kernel: str | None = None, shared_bytes: int = 0) -> Run:
-    program = compile_ptx(ptx, kernel)
-    launch = launch_for_program(program, grid, block, buffers, args, shared_bytes=shared_bytes)
-    result = run_launch_sim(launch)
+            block: int = 4, kernel: str | None = None, shared_bytes: int = 0,
+            machine: dict[str, int] | None = None) -> Run:
+    parameters = tuple(sorted((machine or {}).items()))
+    program = compile_ptx(ptx, kernel, parameters)
+    spec = load_machine(None, dict(parameters)) if parameters else None
+    launch = launch_for_program(program, grid, block, buffers, args,
+                                limits=machine_limits(spec) if spec else None,
+                                shared_bytes=shared_bytes)
+    result = run_launch_sim(launch, machine=spec)
     windows = Windows(launch.windows.shared_words, launch.windows.local_words,
                       launch.windows.shared_bases, launch.windows.local_bases)
     model = run_model(launch.instructions, launch.memory, launch.params, grid, block,
@@ -134,17 +147,20 @@ def row_kernel(body: str, inputs: int, outputs: int, extra_params: str = "") -> 
 
 
 def run_rows(body: str, rows: list[tuple[int, ...]], outputs: int,
-             extra_args: list | None = None, extra_params: str = "") -> list[tuple[int, ...]]:
-    """Run `body` on every row; returns one tuple of `outputs` unsigned words per row."""
+             extra_args: list | None = None, extra_params: str = "",
+             machine: dict[str, int] | None = None, per_launch: int | None = None
+             ) -> list[tuple[int, ...]]:
+    """Run `body` on every row (`per_launch` rows a launch, default as many as the memory
+    holds); returns one tuple of `outputs` unsigned words per row."""
     inputs = len(rows[0])
     ptx = row_kernel(body, inputs, outputs, extra_params)
-    per_launch = min(32, 120 // (inputs + outputs))
+    per_launch = per_launch or min(32, 120 // (inputs + outputs))
     results = []
     for start in range(0, len(rows), per_launch):
         chunk = rows[start:start + per_launch]
         flat = [word & M32 for row in chunk for word in row]
         run = run_ptx(ptx, {"in": flat, "out": [0] * (outputs * len(chunk))},
-                      ["in", "out", *(extra_args or [])], block=len(chunk))
+                      ["in", "out", *(extra_args or [])], block=len(chunk), machine=machine)
         assert run.result.trap is None, run.result.trap.message
         out = run.words["out"]
         results += [tuple(out[outputs * i:outputs * (i + 1)]) for i in range(len(chunk))]

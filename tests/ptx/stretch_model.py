@@ -68,13 +68,15 @@ PREDICATE = {Op.PAND: np.logical_and, Op.POR: np.logical_or, Op.PXOR: np.not_equ
 
 
 def row_stretch(slots) -> tuple[list, list[int], int]:
-    """The instructions between a row kernel's last load and its first store (as
-    (slot index, instruction) pairs), the registers the loads wrote (its inputs, in load
+    """The instructions between a row kernel's last load and its first store (or the load
+    of the output pointer before it), as (slot index, instruction) pairs, the registers the loads wrote (its inputs, in load
     order) and the register the store reads."""
     ops = [slot.instruction for slot in slots]
     loads = [i for i, ins in enumerate(ops) if ins.op == Op.LD]
     store = next(i for i, ins in enumerate(ops) if ins.op == Op.ST)
-    stretch = list(enumerate(ops))[loads[-1] + 1:store]
+    # the output pointer's parameter may be loaded between the arithmetic and the store
+    end = next(i for i in range(loads[-1] + 1, store + 1) if ops[i].op in (Op.LDP, Op.ST))
+    stretch = list(enumerate(ops))[loads[-1] + 1:end]
     return stretch, [ops[i].d for i in loads], ops[store].b
 
 

@@ -104,7 +104,7 @@ def test_nvcc_float_kernels():
     ("add.rz.f32 %f1, %f2, %f3;", "the .rz rounding (QwenGPU's FPU rounds to nearest even"),
     ("sub.rm.f32 %f1, %f2, %f3;", "the .rm rounding"),
     ("add.rp.ftz.f32 %f1, %f2, %f3;", "the .rp rounding"),
-    ("fma.rn.f32 %f1, %f2, %f3, %f0;", "add, sub, mul, div, rcp and sqrt run; fma"),
+    ("fma.rz.f32 %f1, %f2, %f3, %f0;", "the .rz rounding (QwenGPU's fma rounds to nearest"),
     ("cvt.rz.sat.f32.f32 %f1, %f2;", "the .sat modifier"),
 ])
 def test_what_the_fpu_does_not_have_is_refused_at_its_line(line, message):

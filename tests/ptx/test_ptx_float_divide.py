@@ -180,7 +180,7 @@ def test_nvcc_kernels():
     ("sqrt.rm.f32 %f1, %f2;", "the .rm rounding"),
     ("div.f32 %f1, %f2, %f3;", "without .rn, .full or .approx"),
     ("sqrt.full.f32 %f1, %f2;", "the .full modifier"),
-    ("rsqrt.approx.f32 %f1, %f2;", "fma, rsqrt, ex2"),
+    ("rsqrt.approx.f32 %f1, %f2;", "fma, div, rcp and sqrt run; rsqrt, ex2"),
     ("div.rn.f64 %fd1, %fd2, %fd3;", "type .f64"),
 ])
 def test_what_is_not_built_is_refused_at_its_line(line, message):

@@ -1,0 +1,193 @@
+"""`fma` (and `mad`) of `.f32`: qwengpu/ptx/select_float_fma.py's routine, a * b + c rounded once.
+
+Expected values are `fpu_helpers.reference_fma`: numpy's float64 product (exact), the sum with
+c rounded to odd, then to float32 (PTX's canonical NaN), itself held here to Python's exact
+fractions.  The routine is some 145 instructions, so it runs on a machine of 256 instruction
+slots (`-P PROG_WORDS=256`); the default machine refuses it with the way out.  Rows run on
+the interpreter and the tests' ISA model (ptx_harness.run_rows); a million triples run the
+loader's machine code on the vectorised model (stretch_model.py), first held equal to the
+interpreter on the same rows.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import replace
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from qwengpu.errors import CapacityError, PtxError
+from qwengpu.isa import Op
+from qwengpu.ptx.compile import compile_kernel
+from qwengpu.ptx.parser import parse_ptx
+from qwengpu.ptx.program import MachineLimits
+
+from fpu_helpers import fma_triples, reference_fma
+from ptx_harness import HEADER, row_kernel, run_ptx, run_rows
+from stretch_model import row_stretch, run_stretch
+from test_ptx_float_add import saturated
+from test_ptx_float_bits import EDGE_FLOATS, flushed
+
+WIDE = {"PROG_WORDS": 256}
+LIMITS = replace(MachineLimits(), program_words=256)
+ADDENDS = [0x0000_0000, 0x8000_0000, 0x0000_0001, 0x807F_FFFF, 0xBF80_0000, 0x7F7F_FFFF,
+           0xFF80_0000, 0x7FC0_0000]
+EDGE_ROWS = [(a, b, c) for i, a in enumerate(EDGE_FLOATS) for b in EDGE_FLOATS[i % 2::2]
+             for c in ADDENDS[i % 4::4]]
+RANDOM = list(zip(*(list(map(int, words)) for words in fma_triples(np.random.default_rng(5),
+                                                                    400))))
+ROWS = EDGE_ROWS + RANDOM
+MILLION = 1_000_000
+FMA = "    fma.rn{modifiers}.f32 %o0, %a0, %a1, %a2;"
+
+
+def fma(a: int, b: int, c: int) -> int:
+    return int(reference_fma(*(np.array([v], np.uint32) for v in (a, b, c)))[0])
+
+
+def expected(a: int, b: int, c: int, ftz: bool = False, sat: bool = False) -> int:
+    if ftz:
+        a, b, c = flushed(a), flushed(b), flushed(c)
+    result = fma(a, b, c)
+    if ftz:
+        result = flushed(result)
+    return saturated(result) if sat else result
+
+
+def _exact(a: int, b: int, c: int) -> int | None:
+    """The correctly rounded a * b + c of finite operands from Python's fractions (None for
+    an infinite or NaN operand)."""
+    x, y, z = (struct.unpack("<f", struct.pack("<I", w))[0] for w in (a, b, c))
+    if not all(map(math.isfinite, (x, y, z))):
+        return None
+    total = Fraction(x) * Fraction(y) + Fraction(z)
+    if total == 0:
+        return 0x8000_0000 if (a ^ b) & c & 0x8000_0000 else 0
+    magnitude = abs(total)
+    exponent = max(magnitude.numerator.bit_length() - magnitude.denominator.bit_length(), -126)
+    while Fraction(2) ** exponent > magnitude and exponent > -126:
+        exponent -= 1
+    scaled = magnitude / Fraction(2) ** (exponent - 23)
+    down = scaled.numerator // scaled.denominator
+    rest = scaled - down
+    down += rest > Fraction(1, 2) or (rest == Fraction(1, 2) and down % 2 == 1)
+    value = Fraction(down) * Fraction(2) ** (exponent - 23)
+    sign = 0x8000_0000 if total < 0 else 0
+    if value >= Fraction(2) ** 128:
+        return sign | 0x7F80_0000
+    return sign | struct.unpack("<I", struct.pack("<f", float(value)))[0]
+
+
+def test_the_reference_is_the_exact_rounding():
+    a, b, c = fma_triples(np.random.default_rng(11), 4000)
+    want = reference_fma(a, b, c)
+    checked = 0
+    for x, y, z, w in zip(a.tolist(), b.tolist(), c.tolist(), want.tolist()):
+        exact = _exact(x, y, z)
+        if exact is not None:
+            assert exact == w, (hex(x), hex(y), hex(z), hex(w), hex(exact))
+            checked += 1
+    assert checked > 3000
+
+
+@pytest.mark.parametrize("modifiers", ["", ".ftz", ".sat"])
+def test_fma_on_edges_and_random_triples(modifiers):
+    rows = ROWS if not modifiers else ROWS[::4]
+    ftz, sat = ".ftz" in modifiers, ".sat" in modifiers
+    got = run_rows(FMA.format(modifiers=modifiers), rows, 1, machine=WIDE)
+    assert got == [(expected(a, b, c, ftz, sat),) for a, b, c in rows]
+
+
+def _fma_code(modifiers: str = ""):
+    kernel = compile_kernel(parse_ptx(row_kernel(FMA.format(modifiers=modifiers), 3, 1),
+                                      "rows.ptx"), "rows", LIMITS)
+    return row_stretch(kernel.slots)
+
+
+def test_the_vectorised_model_agrees_with_the_interpreter():
+    code, registers, out = _fma_code()
+    columns = [np.array(column, np.uint32) for column in zip(*ROWS)]
+    modelled = run_stretch(code, dict(zip(registers, columns)))[out]
+    assert [(int(word),) for word in modelled] == run_rows(FMA.format(modifiers=""), ROWS, 1,
+                                                           machine=WIDE)
+
+
+@pytest.mark.parametrize("modifiers", ["", ".ftz"])
+def test_fma_on_a_million_triples(modifiers):
+    """The issue's bar: 10^6 operand sets bit-exact (cancellations down to the product's
+    last bits, addends at the guard and sticky bits, ties broken by tiny addends, subnormal
+    and overflowing products and sums)."""
+    code, registers, out = _fma_code(modifiers)
+    a, b, c = fma_triples(np.random.default_rng(2026), MILLION)
+    got = run_stretch(code, dict(zip(registers, (a, b, c))))[out]
+    if modifiers:
+        flush = lambda words: np.where(words & 0x7F80_0000 == 0, words & 0x8000_0000, words)
+        want = flush(reference_fma(flush(a), flush(b), flush(c)))
+    else:
+        want = reference_fma(a, b, c)
+    wrong = np.nonzero(got != want)[0]
+    assert wrong.size == 0, [(hex(a[i]), hex(b[i]), hex(c[i]), hex(got[i]), hex(want[i]))
+                             for i in wrong[:5]]
+    if not modifiers:
+        subnormal = (want & 0x7F80_0000 == 0) & (want & 0x7F_FFFF != 0)
+        assert subnormal.sum() > MILLION // 50
+
+
+def test_the_default_machine_refuses_it_with_the_way_out():
+    with pytest.raises(CapacityError) as caught:
+        compile_kernel(parse_ptx(row_kernel(FMA.format(modifiers=""), 3, 1), "rows.ptx"),
+                       "rows")
+    assert "but QwenGPU has 128" in caught.value.message
+    assert "-P PROG_WORDS=256 holds it" in caught.value.message
+
+
+@pytest.mark.parametrize("line,message", [
+    ("fma.rz.f32 %o0, %a0, %a1, %a2;", "the .rz rounding"),
+    ("mad.f32 %o0, %a0, %a1, %a2;", "without .rn"),
+    ("fma.rn.f64 %y0, %y1, %y2, %y3;", ""),
+])
+def test_refusals(line, message):
+    with pytest.raises(PtxError) as caught:
+        compile_kernel(parse_ptx(row_kernel("    " + line, 3, 1), "rows.ptx"), "rows", LIMITS)
+    assert message in caught.value.message
+
+
+def test_mad_rn_is_fma():
+    rows = ROWS[::9]
+    assert run_rows("    mad.rn.f32 %o0, %a0, %a1, %a2;", rows, 1, machine=WIDE) == \
+        [(fma(a, b, c),) for a, b, c in rows]
+
+
+KNOWN = (HEADER + ".visible .entry k(.param .u64 p)\n{\n"
+         "    .reg .f32 %f<3>;\n    .reg .b64 %rd<2>;\n"
+         "    ld.param.u64 %rd1, [p];\n"
+         "    fma.rn.f32 %f1, 0f3F800001, 0f3F7FFFFF, 0fBF800000;\n"
+         "    st.global.f32 [%rd1], %f1;\n    ret;\n}\n")
+
+
+def test_known_operands_are_fused_at_load_time():
+    """(1 + u)(1 - u/2) - 1 = u/2 - u^2/2: exact only when fused (the product alone rounds
+    to 1.0, a tie)."""
+    folded = compile_kernel(parse_ptx(KNOWN, "k.ptx"), "k")
+    assert not any(slot.instruction.op == Op.MULHI_U for slot in folded.slots)
+    want = fma(0x3F80_0001, 0x3F7F_FFFF, 0xBF80_0000)
+    assert want != 0 and run_ptx(KNOWN, {"p": [0]}, ["p"], block=1).words["p"] == [want]
+
+
+TWO = """    fma.rn.f32 %f1, %a0, %a1, %a2;
+    fma.rn.f32 %o0, %f1, %a2, %a0;"""
+
+
+def test_two_fmas_share_one_body():
+    """One body, reached from two places; what the kernel keeps across the calls spills to
+    local memory (two words a thread), so a launch takes fewer rows."""
+    body = "    .reg .f32 %f<2>;\n" + TWO
+    kernel = compile_kernel(parse_ptx(row_kernel(body, 3, 1), "rows.ptx"), "rows", LIMITS)
+    assert sum(slot.instruction.op == Op.MULHI_U for slot in kernel.slots) == 1
+    assert len(kernel.slots) < 200
+    rows = ROWS[::7]
+    got = run_rows(body, rows, 1, machine=WIDE, per_launch=16)
+    assert got == [(fma(fma(a, b, c), c, a),) for a, b, c in rows]
