@@ -25,6 +25,7 @@ BUILDS = {
     "counter": ["specs/counter.hdl"],
     "counter-bf16": ["specs/counter.hdl", "--dtype", "bfloat16"],
     "tiny_carried": ["tests/backend_torch/specs/tiny_carried.hdl"],
+    "tiny_carried-256": ["tests/backend_torch/specs/tiny_carried.hdl", "-P", "PROG_WORDS=256"],
     "qwengpu-reduced": ["specs/qwengpu.hdl", "-P", "LANES=1", "-P", "WARPS=1", "-P", "REGS=15",
                         "-P", "PREDS=7", "-P", "MEM_WORDS=32", "-P", "PROG_WORDS=64",
                         "-P", "PARAM_WORDS=4"],

@@ -191,3 +191,22 @@ def test_two_fmas_share_one_body():
     rows = ROWS[::7]
     got = run_rows(body, rows, 1, machine=WIDE, per_launch=16)
     assert got == [(fma(fma(a, b, c), c, a),) for a, b, c in rows]
+
+
+@pytest.mark.parametrize("line,known", [
+    ("fma.rn.f32 %o0, 0f40400000, %a0, %a1;", (0x4040_0000, None, None)),       # 3 * x + y
+    ("fma.rn.f32 %o0, %a0, %a1, 0fBF800000;", (None, None, 0xBF80_0000)),      # x * y - 1
+    ("fma.rn.f32 %o0, 0f3DCCCCCD, 0f41200000, %a0;", (0x3DCC_CCCD, 0x4120_0000, None)),
+])
+def test_known_operands_among_unknown_ones(line, known):
+    """A known operand is folded into the code (a constant's significand and exponent at
+    load time); the rest runs as usual."""
+    unknown = sum(value is None for value in known)
+    rows = [row[:unknown] for row in ROWS[::5]]
+    got = run_rows("    " + line, rows, 1, machine=WIDE)
+    want = []
+    for row in rows:
+        values = iter(row)
+        operands = [value if value is not None else next(values) for value in known]
+        want.append((fma(*operands),))
+    assert got == want
