@@ -125,16 +125,25 @@ def test_copies_are_coalesced_and_output_is_deterministic():
     assert run_ptx(ptx, {"out": [0] * 4}, ["out"]).words["out"] == [1, 2, 3, 4]
 
 
+def _long_kernel(adds: int) -> str:
+    body = "\n".join("    add.s32 %r1, %r1, 3;" for _ in range(adds))
+    return HEADER + (".visible .entry long(.param .u64 long_out)\n{\n    .reg .b32 %r<2>;\n"
+                     "    .reg .b64 %rd<2>;\n    ld.param.u64 %rd1, [long_out];\n"
+                     "    mov.u32 %r1, %tid.x;\n" + body
+                     + "\n    st.global.u32 [%rd1], %r1;\n    ret;\n}\n")
+
+
 def test_too_many_instructions_says_by_how_much():
-    adds = "\n".join("    add.s32 %r1, %r1, 3;" for _ in range(130))
-    ptx = HEADER + (".visible .entry long(.param .u64 long_out)\n{\n    .reg .b32 %r<2>;\n"
-                    "    .reg .b64 %rd<2>;\n    ld.param.u64 %rd1, [long_out];\n"
-                    "    mov.u32 %r1, %tid.x;\n" + adds
-                    + "\n    st.global.u32 [%rd1], %r1;\n    ret;\n}\n")
+    """And names the machine that holds the kernel, where one of 256 slots does."""
     with pytest.raises(CapacityError, match=r"kernel long needs 134 instruction slots, but "
-                                            r"QwenGPU has 128 \(6 too many\)") as caught:
-        compile_kernel(parse_ptx(ptx, "long.ptx"), "long")
+                                            r"QwenGPU has 128 \(6 too many; a machine "
+                                            r"compiled with -P PROG_WORDS=256 holds it\)"
+                       ) as caught:
+        compile_kernel(parse_ptx(_long_kernel(130), "long.ptx"), "long")
     assert caught.value.loc.line > 8
+    with pytest.raises(CapacityError, match=r"needs 304 instruction slots, but QwenGPU has "
+                                            r"128 \(176 too many\); the first"):
+        compile_kernel(parse_ptx(_long_kernel(300), "long.ptx"), "long")
 
 
 def test_too_many_parameter_words():
