@@ -2,8 +2,8 @@
 
 nvcc writes `fma.rn.f32 d, a, b, c` for C's `a * b + c` (its default `-fmad=true`) and for
 `fmaf`/`__fmaf_rn`; PTX's `mad.rn.f32` is the same instruction.  The machine has no fused
-unit, so this is a routine of integer instructions and one FPU add for the special cases
-(docs/fpu.md, "fma"), exact by construction:
+unit, so this is a routine of integer instructions and two FPU adds (the special cases, the
+leading one) (docs/fpu.md, "fma"), exact by construction:
 
 - each operand's significand at the top of a word, a subnormal's without its hidden bit
   (`_top`), so nothing needs normalising first: the product of a's and b's is the exact
@@ -19,9 +19,10 @@ unit, so this is a routine of integer instructions and one FPU add for the speci
 
 Why the sticky bit in bit 0 is enough: the operand that is shifted by one only has bit 0
 clear (T's low 16 bits and C's low 40 are 0), so the sum with a sticky operand is an odd
-integer strictly inside the same interval between two even integers as the exact sum, and
-every rounding boundary (a half ulp of the result, at bit 14 or above of the window) is an
-even integer.  Zero, infinity and NaN operands are settled by one FPU add of the product's
+integer strictly inside the same interval between two even integers as the exact sum; and
+wherever a bit is lost, every rounding boundary the result can meet (half its ulp, or half
+the subnormal step) is at the window's bit 13 or above, an even integer (docs/fpu.md, "fma",
+works the cases).  Zero, infinity and NaN operands are settled by one FPU add of the product's
 special value to c (inf + -inf and inf * 0 give the canonical NaN); an exact zero sum is +0
 unless the product and c are both negative zeros.  `.ftz` flushes subnormal inputs and the
 result to the zero of their sign, `.sat` clamps to [+0.0, 1.0]; the directed roundings are
