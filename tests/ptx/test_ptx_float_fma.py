@@ -210,3 +210,35 @@ def test_known_operands_among_unknown_ones(line, known):
         operands = [value if value is not None else next(values) for value in known]
         want.append((fma(*operands),))
     assert got == want
+
+
+def test_where_the_sticky_bit_is_closest_to_a_rounding_boundary():
+    """The cases docs/fpu.md ("fma") works for the sticky bit: a product of a subnormal with a
+    small significand and a large normal, whose window value is the smallest one that can
+    lose an addend's bits, against addends 30 to 70 binades below it, the product also
+    cancelled by a near-negation; and subnormal addends against products shifted far below
+    them.  200,000 triples on the vectorised model."""
+    rng = np.random.default_rng(99)
+    n = 100_000
+    signs = lambda: (rng.integers(0, 2, n).astype(np.uint32) << 31)
+    a = signs() | rng.integers(1, 1 << 8, n).astype(np.uint32)               # tiny subnormal
+    b = signs() | (rng.integers(200, 255, n).astype(np.uint32) << 23) | \
+        rng.integers(0, 1 << 23, n).astype(np.uint32)
+    with np.errstate(all="ignore"):
+        product = (a.view(np.float32).astype(np.float64) * b.view(np.float32)
+                   .astype(np.float64)).astype(np.float32).view(np.uint32)
+    exponent = ((product >> 23) & 0xFF).astype(np.int64) - rng.integers(30, 71, n)
+    below = signs() | (np.clip(exponent, 0, 254).astype(np.uint32) << 23) | \
+        rng.integers(0, 1 << 23, n).astype(np.uint32)
+    c = np.where(rng.random(n) < 0.2, product ^ np.uint32(0x8000_0000), below)
+    x = signs() | rng.integers(0, 1 << 23, n).astype(np.uint32)              # subnormal c
+    y = signs() | (rng.integers(1, 100, n).astype(np.uint32) << 23) | \
+        rng.integers(0, 1 << 23, n).astype(np.uint32)
+    z = signs() | rng.integers(1, 1 << 23, n).astype(np.uint32)
+    a, b, c = (np.concatenate(pair) for pair in ((a, x), (b, y), (c, z)))
+    code, registers, out = _fma_code()
+    got = run_stretch(code, dict(zip(registers, (a, b, c))))[out]
+    want = reference_fma(a, b, c)
+    wrong = np.nonzero(got != want)[0]
+    assert wrong.size == 0, [(hex(a[i]), hex(b[i]), hex(c[i]), hex(got[i]), hex(want[i]))
+                             for i in wrong[:5]]
