@@ -21,7 +21,8 @@ from qwengpu.ptx.geometry import Geometry
 from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import MachineLimits
 from qwengpu.ptx.ranges import default_facts
-from qwengpu.runtime.launch import launch_for_program, run_launch_sim
+from qwengpu.runtime.launch import launch_for_program, machine_limits, run_launch_sim
+from qwengpu.runtime.machine_state import load_machine
 
 import ptx_reference
 from ptx_generator import KERNEL, FuzzCase
@@ -49,9 +50,12 @@ def run_loader(case: FuzzCase) -> tuple[dict[str, list[int]], str | None]:
     went wrong if the machine trapped or the loader crashed (a bug: shrunk like a mismatch)."""
     try:
         module = parse_ptx(case.ptx, "fuzz.ptx")
-        program = compile_kernel(module, KERNEL, facts=shape_facts(module, case))
-        launch = launch_for_program(program, case.grid, case.block, case.buffers, case.args)
-        result = run_launch_sim(launch, max_records=MAX_RECORDS)
+        machine = load_machine(None, dict(case.machine)) if case.machine else None
+        limits = machine_limits(machine) if machine else MachineLimits()
+        program = compile_kernel(module, KERNEL, limits, facts=shape_facts(module, case))
+        launch = launch_for_program(program, case.grid, case.block, case.buffers, case.args,
+                                    limits=limits)
+        result = run_launch_sim(launch, max_records=MAX_RECORDS, machine=machine)
     except UserError as error:
         raise LoaderRefused(str(error)) from error
     except Exception as error:               # noqa: BLE001 - an internal error of qwengpu

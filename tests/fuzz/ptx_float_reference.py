@@ -7,6 +7,7 @@ nothing here imports qwengpu.  What the ISA manual says, as this module reads it
 - `add sub mul div sqrt rcp` (`.rn`, the default rounding): the IEEE result, every NaN result
   the canonical NaN 0x7FFFFFFF; `.ftz` reads a subnormal input as the zero of its sign and
   writes a subnormal result so; `.sat` clamps the result to [+0.0, 1.0], a NaN to +0.0;
+- `fma.rn.f32`: a * b + c rounded once (exact fractions rounded by hand);
 - `min`/`max`: both NaN give the canonical NaN, one NaN gives the other operand, otherwise
   the smaller (larger) with -0.0 below +0.0;
 - `neg`/`abs`: flip or clear the sign bit (a NaN keeps its payload: the manual leaves a NaN's
@@ -70,14 +71,16 @@ def saturated(word: int) -> int:
 
 
 def arithmetic(name: str, modifiers: set[str], operands: list[int]) -> int:
-    """add, sub, mul, div, sqrt, rcp in round to nearest even."""
+    """add, sub, mul, div, sqrt, rcp, fma in round to nearest even."""
     if modifiers & {"rz", "rm", "rp", "approx", "full"}:
         raise FloatError(f"{name} with {sorted(modifiers)}")
     ftz = "ftz" in modifiers
     words = [flushed(word) if ftz else word for word in operands]
     values = [as_float(word) for word in words]
     with np.errstate(all="ignore"):
-        if name == "add":
+        if name == "fma":
+            result = fused_multiply_add(*words)
+        elif name == "add":
             result = values[0] + values[1]
         elif name == "sub":
             result = values[0] - values[1]
@@ -93,6 +96,29 @@ def arithmetic(name: str, modifiers: set[str], operands: list[int]) -> int:
     if ftz:
         word = flushed(word)
     return saturated(word) if "sat" in modifiers else word
+
+
+def fused_multiply_add(a: int, b: int, c: int) -> np.float32:
+    """a * b + c rounded once (PTX's fma.rn.f32): infinities and NaNs as float64 has them
+    (no rounding happens), otherwise the exact sum from Python's fractions rounded to the
+    nearest binary32 by hand, ties to even, the subnormals' fixed step, overflow to infinity;
+    an exact zero sum is -0 only where the product and c are both negative."""
+    x, y, z = (float(as_float(word)) for word in (a, b, c))
+    if not all(math.isfinite(v) for v in (x, y, z)):
+        return np.float32(np.float64(x) * np.float64(y) + np.float64(z))
+    total = Fraction(x) * Fraction(y) + Fraction(z)
+    if total == 0:
+        return np.float32(-0.0 if (a ^ b) & c & SIGN else 0.0)
+    magnitude = abs(total)
+    exponent = magnitude.numerator.bit_length() - magnitude.denominator.bit_length()
+    if Fraction(2) ** exponent > magnitude:
+        exponent -= 1
+    step = Fraction(2) ** (max(exponent, -126) - 23)
+    units, rest = divmod(magnitude, step)
+    units += rest > step / 2 or (rest == step / 2 and units % 2 == 1)
+    if units * step >= 2 ** 128:
+        return np.float32(math.copysign(math.inf, total))
+    return np.float32(float(units * step) * (1 if total > 0 else -1))
 
 
 def total_order_key(word: int) -> float:

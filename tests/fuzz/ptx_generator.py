@@ -66,6 +66,11 @@ FLOAT_SCALES = ["0f3F000000", "0fBF000000", "0f40000000", "0fC0000000", "0f40800
                 "0f41000000"]                              # ±0.5, ±2, 4, 8: no routine
 # one routine a kernel at most (its body is 52 to 72 of the 128 slots), used once or twice
 FLOAT_ROUTINES = {"mul.rn.f32": 28, "div.rn.f32": 38, "sqrt.rn.f32": 34, "rcp.rn.f32": 34}
+# `generate_case(seed, fma=True)`: the fma routine (143 instructions) in every kernel, for a
+# machine of 256 instruction slots (WIDE_MACHINE): 64 slots more for the body, the routine
+# counted as 72 units; one block of one warp and no extra register pressure, as what the
+# routine's registers push out of them spills to local memory
+FMA_ROUTINE, FMA_COST, WIDE_MACHINE = "fma.rn.f32", 72, (("PROG_WORDS", 256),)
 FLOAT_EDGE_WORDS = [0x0000_0000, 0x8000_0000, 0x3F80_0000, 0xBF80_0000, 0x3F00_0000,
                     0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0x7F80_0001, 0x0000_0001,
                     0x807F_FFFF, 0x0080_0000, 0x4B80_0001, 0x4B00_0001, 0x4F00_0000,
@@ -88,6 +93,7 @@ class FuzzCase:
     block: int
     buffers: dict[str, list[int]]
     args: list
+    machine: tuple = ()                   # the -P parameters of its machine ((name, value))
 
     def launch_json(self, source: str) -> dict:
         """A launch file's contents (docs/launch.md) for this case, with `source` the .ptx."""
@@ -99,7 +105,8 @@ class KernelWriter:
     """Writes one random kernel; `remaining` counts the body instructions still allowed."""
 
     def __init__(self, rng: random.Random, in_words: int, row_in: int, row_out: int,
-                 values: int = VALUES, local_array: bool = False, floats: bool = False):
+                 values: int = VALUES, local_array: bool = False, floats: bool = False,
+                 fma: bool = False):
         self.rng = rng
         self.in_words = in_words
         self.row_in = row_in
@@ -118,7 +125,11 @@ class KernelWriter:
         self.routine, self.routine_uses = None, 0
         if floats:
             self.remaining -= 4                  # the flushes and NaN tests float ops need
-        if floats and rng.random() < 0.6:
+        if fma:
+            self.routine, self.routine_uses = FMA_ROUTINE, rng.choice([1, 1, 2])
+            self.remaining = max(self.remaining + 32 - FMA_COST - 4 * (self.routine_uses - 1),
+                                 8)                    # room for the fma's use at least
+        elif floats and rng.random() < 0.6:
             self.routine = rng.choice(sorted(FLOAT_ROUTINES))
             self.routine_uses = rng.choice([1, 1, 2])
             self.remaining -= FLOAT_ROUTINES[self.routine] + 4 * (self.routine_uses - 1)
@@ -303,12 +314,13 @@ class KernelWriter:
                 f"{self.register_source()};"]
 
     def routine_op(self) -> list[str]:
-        """A use of the kernel's routine (a multiply, division, root or reciprocal): its body
-        was counted when the kernel chose it, a use costs a call's few instructions."""
+        """A use of the kernel's routine (a multiply, division, root, reciprocal or fma): its
+        body was counted when the kernel chose it, a use costs a call's few instructions."""
         self.routine_uses -= 1
         ftz = ".ftz" if self.rng.random() < 0.25 else ""
         op = self.routine.replace(".rn", ".rn" + ftz)
-        operands = 1 if self.routine.startswith(("sqrt", "rcp")) else 2
+        operands = 1 if self.routine.startswith(("sqrt", "rcp")) else \
+            3 if self.routine == FMA_ROUTINE else 2
         sources = [self.register_source() for _ in range(operands)]
         self.extra_cost = 3
         return [f"{self.guard(0.15)}{op} {self.value()}, {', '.join(sources)};"]
@@ -371,7 +383,8 @@ class KernelWriter:
 
     def statement(self, depth: int, loops: int) -> list[str]:
         """One random statement; the weights are percentages, roughly."""
-        if self.routine_uses and self.rng.random() < 0.35:
+        if self.routine_uses and self.rng.random() < (0.95 if self.routine == FMA_ROUTINE
+                                                      else 0.35):
             return self.routine_op()
         kinds = [(self.arithmetic, 50), (self.compare, 10), (self.select, 8),
                  (self.load_row, 6), (self.load_indexed, 4), (self.store, 5),
@@ -489,16 +502,20 @@ def random_float_word(rng: random.Random) -> int:
     return rng.getrandbits(32)
 
 
-def generate_case(seed: int, floats: bool = False) -> FuzzCase:
+def generate_case(seed: int, floats: bool = False, fma: bool = False) -> FuzzCase:
     """The kernel and launch of `seed`: the same seed always gives the same case.  With
     `floats`, the kernels also compute on binary32 (`KernelWriter.float_op`), their words
-    drawn by `random_float_word`; the cases without it are those of before floats."""
+    drawn by `random_float_word`; the cases without it are those of before floats.  `fma`
+    (floats too) gives every kernel the fma routine, for the 256-slot machine."""
+    floats = floats or fma
     rng = random.Random(seed)
-    pressure = rng.random() < 0.25           # more values than registers: spills
+    pressure = rng.random() < 0.25 and not fma   # more values than registers: spills
     local_array = rng.random() < 0.3
     grid = rng.choice([1, 1, 2, 3]) if not pressure else rng.choice([1, 1, 2])
     max_block = LANES * (MAX_WARPS // grid)
     block = rng.randint(1, min(16, max_block) if not pressure else 4 // grid)
+    if fma:
+        grid, block = 1, min(block, LANES)
     # words of local memory a thread may take: its array, and spills under pressure
     local_words = (2 * LOCAL_ARRAY_WORDS if local_array else 0) + (16 if pressure else 0)
     if local_words:
@@ -513,5 +530,6 @@ def generate_case(seed: int, floats: bool = False) -> FuzzCase:
                "out": [word(rng) for _ in range(threads * row_out)]}
     values = rng.randint(*PRESSURE_VALUES) if pressure else VALUES
     ptx = KernelWriter(rng, len(buffers["in"]), row_in, row_out, values, local_array,
-                       floats).kernel()
-    return FuzzCase(seed, ptx, grid, block, buffers, ["in", "out", bound])
+                       floats, fma).kernel()
+    return FuzzCase(seed, ptx, grid, block, buffers, ["in", "out", bound],
+                    WIDE_MACHINE if fma else ())

@@ -528,7 +528,7 @@ def execute_float(instruction: Instruction, thread: Thread):
             comparison = parts[1]
             thread.write(ops[0], floats.compare(comparison, modifiers - {comparison},
                                                 words[0], words[1]))
-        elif name in ("add", "sub", "mul", "div", "sqrt", "rcp"):
+        elif name in ("add", "sub", "mul", "div", "sqrt", "rcp", "fma"):
             thread.write(ops[0], floats.arithmetic(name, modifiers, words), 32)
         elif name in ("min", "max"):
             thread.write(ops[0], floats.minimum_or_maximum(name, modifiers, *words), 32)

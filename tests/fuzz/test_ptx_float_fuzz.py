@@ -6,7 +6,8 @@ setp with every comparison (ordered, unordered, num, nan), min, max, neg, abs, s
 multiply by ±0.5, 2, 4, 8 that needs no routine, the conversions between binary32 and 32-bit
 integers in every rounding (and to an integral binary32), and in three kernels of five one
 routine (`mul`, `div`, `sqrt` or `rcp.rn.f32`) used once or twice, inside branches and loops
-too, where its shared body returns by a dispatch.  Its words are float edge values, numbers
+too, where its shared body returns by a dispatch; `generate_case(seed, fma=True)` gives
+every kernel the fma routine instead, run on a machine of 256 instruction slots.  Its words are float edge values, numbers
 of moderate size and random bits.  The loader's result on the reference interpreter must
 equal, word for word, `ptx_reference.py`'s, whose float meaning (ptx_float_reference.py)
 is numpy's binary32 and exact integer work, read from the PTX ISA, sharing no code with
@@ -25,6 +26,7 @@ from ptx_generator import FuzzCase, generate_case
 from test_ptx_fuzz import kernel, run_both
 
 FLOAT_FUZZ_KERNELS = 200
+FMA_FUZZ_KERNELS = 60
 MOST_REFUSED = 0.05
 
 
@@ -55,6 +57,30 @@ def test_random_float_kernel(seed):
         raise
     if difference is not None:
         pytest.fail(failure_report(case, difference), pytrace=False)
+
+
+@pytest.mark.parametrize("seed", range(FMA_FUZZ_KERNELS))
+def test_random_fma_kernel(seed):
+    """Every kernel has the fma routine (used once or twice, in branches and loops), on the
+    machine of 256 instruction slots it needs."""
+    case = generate_case(seed, fma=True)
+    assert case.machine == (("PROG_WORDS", 256),)
+    try:
+        difference = check_case(case)
+    except LoaderRefused as refusal:
+        if does_not_fit(refusal):
+            pytest.skip(f"does not fit the machine: {refusal}")
+        raise
+    if difference is not None:
+        pytest.fail(failure_report(case, difference), pytrace=False)
+
+
+def test_the_fma_kernels_mostly_fit_and_use_it():
+    """Most use the fma (a short body may end before its turn), some twice (one shared body)."""
+    cases = [generate_case(seed, fma=True) for seed in range(FMA_FUZZ_KERNELS)]
+    assert sum(_refused_for_room(case) for case in cases) <= MOST_REFUSED * len(cases)
+    assert sum("fma.rn" in case.ptx for case in cases) >= 2 * len(cases) // 3
+    assert sum(case.ptx.count("fma.rn") > 1 for case in cases) >= len(cases) // 6
 
 
 def test_the_float_kernels_fit_and_use_every_kind():
@@ -128,7 +154,7 @@ def test_the_float_reference_on_known_answers():
 
 
 def test_the_float_reference_refuses_what_it_does_not_model():
-    text = kernel("    fma.rn.f32 %r0, 0f3F800000, 0f3F800000, 0f3F800000;\n"
+    text = kernel("    ex2.approx.f32 %r0, 0f3F800000;\n"
                   "    st.global.u32 [%rd1], %r0;")
-    with pytest.raises(ptx_reference.PtxReferenceError, match="fma"):
+    with pytest.raises(ptx_reference.PtxReferenceError, match="ex2"):
         ptx_reference.run_ptx(text, 1, 1, {"in": [0], "out": [0]}, ["in", "out", 1])
