@@ -30,7 +30,7 @@ CORPUS = {"min": RESULTS_DIR / "corpus-min-wide-engine.jsonl",
 ROUTINES = RESULTS_DIR / "float-routines-min-wide.jsonl"
 WIDE = {example: make_expected.machine_params(example) for example in ALL_EXAMPLES
         if make_expected.default_machine_error(example)}
-FMA_AT_LEAST = 5_000
+FMA_AT_LEAST = 10_000
 
 
 def _lines(path) -> list[dict]:
