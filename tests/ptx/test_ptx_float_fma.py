@@ -1,8 +1,8 @@
 """`fma` (and `mad`) of `.f32`: qwengpu/ptx/select_float_fma.py's routine, a * b + c rounded once.
 
 Expected values are `fpu_helpers.reference_fma`: numpy's float64 product (exact), the sum with
-c rounded to odd, then to float32 (PTX's canonical NaN), itself held here to Python's exact
-fractions.  The routine is some 145 instructions, so it runs on a machine of 256 instruction
+c rounded to odd, then to float32 (PTX's canonical NaN), itself held here to the examples'
+model (examples/_float32.py: Python's exact fractions rounded by hand).  The routine is some 145 instructions, so it runs on a machine of 256 instruction
 slots (`-P PROG_WORDS=256`); the default machine refuses it with the way out.  Rows run on
 the interpreter and the tests' ISA model (ptx_harness.run_rows); a million triples run the
 loader's machine code on the vectorised model (stretch_model.py), first held equal to the
@@ -11,10 +11,9 @@ interpreter on the same rows.
 
 from __future__ import annotations
 
-import math
-import struct
+import sys
 from dataclasses import replace
-from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,10 +25,13 @@ from qwengpu.ptx.parser import parse_ptx
 from qwengpu.ptx.program import MachineLimits
 
 from fpu_helpers import fma_triples, reference_fma
-from ptx_harness import HEADER, row_kernel, run_ptx, run_rows
+from ptx_harness import HEADER, M32, row_kernel, run_ptx, run_rows
 from stretch_model import row_stretch, run_stretch
 from test_ptx_float_add import saturated
 from test_ptx_float_bits import EDGE_FLOATS, flushed
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from _float32 import float_of, fused_multiply_add, word_of  # noqa: E402 (the examples' model)
 
 WIDE = {"PROG_WORDS": 256}
 LIMITS = replace(MachineLimits(), program_words=256)
@@ -57,40 +59,12 @@ def expected(a: int, b: int, c: int, ftz: bool = False, sat: bool = False) -> in
     return saturated(result) if sat else result
 
 
-def _exact(a: int, b: int, c: int) -> int | None:
-    """The correctly rounded a * b + c of finite operands from Python's fractions (None for
-    an infinite or NaN operand)."""
-    x, y, z = (struct.unpack("<f", struct.pack("<I", w))[0] for w in (a, b, c))
-    if not all(map(math.isfinite, (x, y, z))):
-        return None
-    total = Fraction(x) * Fraction(y) + Fraction(z)
-    if total == 0:
-        return 0x8000_0000 if (a ^ b) & c & 0x8000_0000 else 0
-    magnitude = abs(total)
-    exponent = max(magnitude.numerator.bit_length() - magnitude.denominator.bit_length(), -126)
-    while Fraction(2) ** exponent > magnitude and exponent > -126:
-        exponent -= 1
-    scaled = magnitude / Fraction(2) ** (exponent - 23)
-    down = scaled.numerator // scaled.denominator
-    rest = scaled - down
-    down += rest > Fraction(1, 2) or (rest == Fraction(1, 2) and down % 2 == 1)
-    value = Fraction(down) * Fraction(2) ** (exponent - 23)
-    sign = 0x8000_0000 if total < 0 else 0
-    if value >= Fraction(2) ** 128:
-        return sign | 0x7F80_0000
-    return sign | struct.unpack("<I", struct.pack("<f", float(value)))[0]
-
-
 def test_the_reference_is_the_exact_rounding():
     a, b, c = fma_triples(np.random.default_rng(11), 4000)
     want = reference_fma(a, b, c)
-    checked = 0
     for x, y, z, w in zip(a.tolist(), b.tolist(), c.tolist(), want.tolist()):
-        exact = _exact(x, y, z)
-        if exact is not None:
-            assert exact == w, (hex(x), hex(y), hex(z), hex(w), hex(exact))
-            checked += 1
-    assert checked > 3000
+        exact = word_of(fused_multiply_add(float_of(x), float_of(y), float_of(z))) & M32
+        assert exact == w, (hex(x), hex(y), hex(z), hex(w), hex(exact))
 
 
 @pytest.mark.parametrize("modifiers", ["", ".ftz", ".sat"])
