@@ -209,7 +209,7 @@ class SparseEngine:
     def _embed(self, tokens: np.ndarray) -> np.ndarray:
         embed = self.weights.embed
         if embed.stored is not None:          # kept transposed: a column per token
-            return np.ascontiguousarray(embed.stored[:, tokens])
+            return embed.columns_of(tokens)
         x = np.zeros((embed.columns, tokens.shape[0]), dtype=FLOAT)
         for column, token in enumerate(tokens.tolist()):
             start, stop = embed.indptr[token], embed.indptr[token + 1]

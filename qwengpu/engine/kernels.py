@@ -27,17 +27,38 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 # Up to this many columns, a kernel runs column by column with scalar sums: for one or two
 # columns that beats the loops over columns, which pay off from about four.
 FEW_COLUMNS = 2
 # Long sums of squares (norms) run in this many interleaved partial sums (`sum_of_squares`).
 LANES = 16
-# The running sums `dense_product` holds at once (a block of rows times the columns): 16 KB
-# for up to 8 columns, in the first-level cache beside the weights being read; a block keeps
-# at least 512 rows, so that with many columns each pass over a row run stays long.
-DENSE_BLOCK_FLOATS = 4096
+# The running sums `dense_product` holds at once (a block of rows times the columns): 32 KB
+# for up to 8 columns, in the second-level cache's nearest part beside the weights being
+# read; a block keeps at least 512 rows, so that with many columns each pass over a run of
+# weights stays long (bench/bench_dense.py measured 4,096 floats and 256 rows too).
+DENSE_BLOCK_FLOATS = 8192
+DENSE_MIN_BLOCK = 512
+
+
+@intrinsic
+def weight_value(typingctx, weight):
+    """A dense weight as float32: itself, or bfloat16 bits (uint16) moved up 16 places and
+    read as a float32, exactly (an LLVM zero-extend, shift and bitcast, which vectorise)."""
+    if weight == types.float32:
+        return types.float32(weight), lambda context, builder, signature, args: args[0]
+    if weight != types.uint16:
+        return None
+
+    def widen(context, builder, signature, args):
+        word = builder.zext(args[0], ir.IntType(32))
+        return builder.bitcast(builder.shl(word, ir.Constant(ir.IntType(32), 16)),
+                               ir.FloatType())
+
+    return types.float32(weight), widen
 
 
 @njit(cache=True, nogil=True)
@@ -85,48 +106,96 @@ def dense_product(operand, x, out):
     operand[k, r] * x[k, c], k ascending from 0, the sums of `csr_matmul` and
     `csr_scatter_add`, so a column's result never depends on the other columns (a BLAS
     gemm's blocking would).  The running sums of a block of rows are held while the weights
-    advance along k, four k at a time (`_add_four_terms`: one pass over the sums per four
-    terms, still added one after the other), each run of weights read once for every
-    column; the loops over rows are contiguous, so they run in vector registers."""
+    advance along k, four k at a time (`_add_four_terms`), each run of weights read once for
+    every column; the loops over rows are contiguous, so they run in vector registers.
+
+    `operand` is float32, or uint16 holding bfloat16 bits (`Matrix.bf16`): each weight is
+    then widened as it is loaded (`weight_value`: exact), so half the bytes are read, which
+    is what bounds a product of few columns; the sums are the same."""
     inner, rows = operand.shape
     columns = x.shape[1]
-    block = max(DENSE_BLOCK_FLOATS // max(columns, 1), 512)
+    block = max(DENSE_BLOCK_FLOATS // max(columns, 1), DENSE_MIN_BLOCK)
     sums = np.empty((columns, block), dtype=np.float32)
     whole = inner - inner % 4
     for start in range(0, rows, block):
         stop = min(rows, start + block)
         sums[:, :stop - start] = 0.0
         for k in range(0, whole, 4):
-            _add_four_terms(sums, operand, k, start, stop, x)
+            _add_four_terms(sums, operand[k, start:stop], operand[k + 1, start:stop],
+                            operand[k + 2, start:stop], operand[k + 3, start:stop], x, k)
         for k in range(whole, inner):
-            _add_one_term(sums, operand, k, start, stop, x)
-        for r in range(stop - start):
-            for column in range(columns):
-                out[start + r, column] = sums[column, r]
+            _add_one_term(sums, operand[k, start:stop], x, k)
+        _store_sums(sums, start, stop, out)
 
 
 @njit(cache=True, nogil=True)
-def _add_four_terms(sums, operand, k, start, stop, x):
-    """sums[c, r] += operand[k, start + r] x[k, c], then the terms of k + 1, k + 2, k + 3,
-    in order, for every column c."""
-    w0, w1 = operand[k, start:stop], operand[k + 1, start:stop]
-    w2, w3 = operand[k + 2, start:stop], operand[k + 3, start:stop]
-    for column in range(x.shape[1]):
-        v0, v1, v2, v3 = x[k, column], x[k + 1, column], x[k + 2, column], x[k + 3, column]
-        target = sums[column]
-        for r in range(stop - start):
-            target[r] = (((target[r] + w0[r] * v0) + w1[r] * v1) + w2[r] * v2) + w3[r] * v3
+def _store_sums(sums, start, stop, out):
+    for r in range(stop - start):
+        for column in range(out.shape[1]):
+            out[start + r, column] = sums[column, r]
 
 
 @njit(cache=True, nogil=True)
-def _add_one_term(sums, operand, k, start, stop, x):
-    """sums[c, r] += operand[k, start + r] x[k, c] for every column c."""
-    weights = operand[k, start:stop]
+def _add_four_terms(sums, w0, w1, w2, w3, x, k):
+    """sums[c, r] += w0[r] x[k, c], then the terms of w1 (x[k + 1]), w2, w3, in order, for
+    every column c: four columns a pass where there are four (each weight loaded once for
+    the four, `_four_columns_four_terms`), then two, then one."""
+    columns = x.shape[1]
+    column = 0
+    while column + 4 <= columns:
+        _four_columns_four_terms(sums, w0, w1, w2, w3, x, k, column)
+        column += 4
+    if column + 2 <= columns:
+        _two_columns_four_terms(sums, w0, w1, w2, w3, x, k, column)
+        column += 2
+    if column < columns:
+        _one_column_four_terms(sums[column], w0, w1, w2, w3, x[k, column], x[k + 1, column],
+                               x[k + 2, column], x[k + 3, column])
+
+
+@njit(cache=True, nogil=True)
+def _four_columns_four_terms(sums, w0, w1, w2, w3, x, k, c):
+    t0, t1, t2, t3 = sums[c], sums[c + 1], sums[c + 2], sums[c + 3]
+    a0, a1, a2, a3 = x[k, c], x[k + 1, c], x[k + 2, c], x[k + 3, c]
+    b0, b1, b2, b3 = x[k, c + 1], x[k + 1, c + 1], x[k + 2, c + 1], x[k + 3, c + 1]
+    d0, d1, d2, d3 = x[k, c + 2], x[k + 1, c + 2], x[k + 2, c + 2], x[k + 3, c + 2]
+    e0, e1, e2, e3 = x[k, c + 3], x[k + 1, c + 3], x[k + 2, c + 3], x[k + 3, c + 3]
+    for r in range(w0.shape[0]):
+        p, q = weight_value(w0[r]), weight_value(w1[r])
+        s, u = weight_value(w2[r]), weight_value(w3[r])
+        t0[r] = (((t0[r] + p * a0) + q * a1) + s * a2) + u * a3
+        t1[r] = (((t1[r] + p * b0) + q * b1) + s * b2) + u * b3
+        t2[r] = (((t2[r] + p * d0) + q * d1) + s * d2) + u * d3
+        t3[r] = (((t3[r] + p * e0) + q * e1) + s * e2) + u * e3
+
+
+@njit(cache=True, nogil=True)
+def _two_columns_four_terms(sums, w0, w1, w2, w3, x, k, c):
+    t0, t1 = sums[c], sums[c + 1]
+    a0, a1, a2, a3 = x[k, c], x[k + 1, c], x[k + 2, c], x[k + 3, c]
+    b0, b1, b2, b3 = x[k, c + 1], x[k + 1, c + 1], x[k + 2, c + 1], x[k + 3, c + 1]
+    for r in range(w0.shape[0]):
+        p, q = weight_value(w0[r]), weight_value(w1[r])
+        s, u = weight_value(w2[r]), weight_value(w3[r])
+        t0[r] = (((t0[r] + p * a0) + q * a1) + s * a2) + u * a3
+        t1[r] = (((t1[r] + p * b0) + q * b1) + s * b2) + u * b3
+
+
+@njit(cache=True, nogil=True)
+def _one_column_four_terms(target, w0, w1, w2, w3, v0, v1, v2, v3):
+    for r in range(w0.shape[0]):
+        target[r] = (((target[r] + weight_value(w0[r]) * v0) + weight_value(w1[r]) * v1)
+                     + weight_value(w2[r]) * v2) + weight_value(w3[r]) * v3
+
+
+@njit(cache=True, nogil=True)
+def _add_one_term(sums, weights, x, k):
+    """sums[c, r] += weights[r] x[k, c] for every column c."""
     for column in range(x.shape[1]):
         value = x[k, column]
         target = sums[column]
-        for r in range(stop - start):
-            target[r] += weights[r] * value
+        for r in range(weights.shape[0]):
+            target[r] += weight_value(weights[r]) * value
 
 
 @njit(cache=True, nogil=True)

@@ -17,7 +17,8 @@ is not.  What it leaves out is provably zero work, decided from the weights alon
 - a mixer or MLP with no live head or unit is skipped whole (h + 0 = h).
 
 Nothing here reads the HDL, the plan or the protocol: only config.json and the tensors.
-Everything is float32 (a bfloat16 checkpoint is widened once, exactly).  Problems with the
+Everything is computed in float32: a bfloat16 tensor is widened exactly, once where it is
+sparse and in every product where it is dense (`Matrix.bf16`: half the bytes to read).  Problems with the
 directory, the files or the tensors are `CheckpointError`s naming the file and the problem.
 """
 
@@ -36,6 +37,11 @@ from qwengpu.errors import UserError
 DENSE_ABOVE = 0.25           # a matrix with more nonzeros than this fraction is kept dense
 CONV_KERNEL = 4              # the causal conv's taps (Qwen3.5: the token and 3 before it)
 SUPPORTED_DTYPES = {"float32", "bfloat16"}
+
+
+def widen_bf16(bits: np.ndarray) -> np.ndarray:
+    """float32 values of bfloat16 bits (uint16): the bits moved up 16 places, exactly."""
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
 class CheckpointError(UserError):
@@ -64,11 +70,16 @@ class Matrix:
 
     @classmethod
     def of(cls, tensor: torch.Tensor, transposed_products: bool = False) -> "Matrix":
-        """Dense when more than DENSE_ABOVE of the weights are nonzero, else CSR."""
+        """Dense when more than DENSE_ABOVE of the weights are nonzero, else CSR.  A dense
+        matrix whose every weight is a bfloat16 (a bfloat16 tensor, or float32 values whose
+        low 16 bits are zero) is stored as those 16 bits (`bf16`), widened in the product."""
         tensor = tensor.to(torch.float32).contiguous()
         rows, columns = tensor.shape
         if int(torch.count_nonzero(tensor)) > DENSE_ABOVE * rows * columns:
             values = tensor.numpy()
+            bits = values.view(np.uint32)
+            if not np.any(bits & np.uint32(0xFFFF)):
+                values = (bits >> np.uint32(16)).astype(np.uint16)
             stored = values.copy() if transposed_products else np.ascontiguousarray(values.T)
             return cls(rows, columns, stored=stored, transposed_products=transposed_products)
         return cls.csr(tensor)
@@ -86,11 +97,23 @@ class Matrix:
                    data=tensor[where[:, 0], where[:, 1]].numpy().copy())
 
     @property
+    def bf16(self) -> bool:
+        """Dense, its weights all bfloat16s, `stored` as their bits (uint16)."""
+        return self.stored is not None and self.stored.dtype == np.uint16
+
+    @property
     def dense(self) -> np.ndarray | None:
-        """The dense values as [rows, columns] (a view of `stored`), or None for CSR."""
+        """The dense values as float32 [rows, columns] (a view of `stored`; widened, a
+        copy, where it holds bfloat16 bits), or None for CSR."""
         if self.stored is None:
             return None
-        return self.stored if self.transposed_products else self.stored.T
+        values = widen_bf16(self.stored) if self.bf16 else self.stored
+        return values if self.transposed_products else values.T
+
+    def columns_of(self, ids: np.ndarray) -> np.ndarray:
+        """float32 `stored[:, ids]` (the embedding's columns for some tokens)."""
+        picked = self.stored[:, ids]
+        return widen_bf16(picked) if self.bf16 else np.ascontiguousarray(picked)
 
     @property
     def nonzeros(self) -> int:

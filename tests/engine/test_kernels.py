@@ -7,7 +7,11 @@
   of columns (one, two, many), so a column's result never depends on its neighbours, and a
   dense product is the CSR product to the bit (`matrix @ x`, and `matrix.T @ x` for
   down_proj's transpose, which the CSR side scatters); several row blocks, an inner size
-  that is not a multiple of four.
+  that is not a multiple of four, column counts that take every pass (four, two and one
+  column at a time).
+- a dense matrix of bfloat16 weights is held as their 16 bits and widened in the product:
+  the same sums to the bit (NaN, infinities, signed zeros and subnormals among the
+  weights), its `dense` and embedding columns the widened float32 values.
 - the fused MLP (gate, silu, up, down, skipping units whose silu is 0) and the RMSNorm
   agree with plain numpy and torch within float32 rounding; argmax breaks ties as torch does.
 """
@@ -80,7 +84,7 @@ def test_products_do_not_depend_on_the_other_columns(density):
     np.testing.assert_allclose(alone, weight @ x, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("columns", [1, 3, 8, 40])
+@pytest.mark.parametrize("columns", [1, 3, 4, 6, 8, 11, 40])
 def test_a_dense_product_takes_the_csr_sums(columns):
     """700 rows (two blocks of `dense_product`), 43 inner (three left after the fours)."""
     weight = random_sparse(700, 43, 0.9, 8)
@@ -90,20 +94,59 @@ def test_a_dense_product_takes_the_csr_sums(columns):
     assert np.array_equal(matmul(dense, x), matmul(csr, x))
 
 
+def bf16_weights(rows: int, columns: int, seed: int) -> torch.Tensor:
+    """Random bfloat16 weights, every special value among them."""
+    rng = np.random.default_rng(seed)
+    weight = torch.from_numpy(rng.standard_normal((rows, columns)).astype(np.float32))
+    weight = weight.to(torch.bfloat16)
+    specials = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40,
+                             -3e-39, 3.0e38], dtype=torch.bfloat16)
+    weight.view(-1)[rng.choice(rows * columns, 16, replace=False)] = specials.repeat(2)
+    return weight
+
+
+@pytest.mark.parametrize("columns", [1, 2, 4, 7, 8])
+def test_bf16_weights_are_held_in_16_bits_and_take_the_same_sums(columns):
+    """700 rows, 45 inner; the product of the 16-bit matrix is the float32 CSR product's
+    to the bit, NaN where an infinity or a NaN meets it as float32 gives NaN."""
+    weight = bf16_weights(700, 45, 12)
+    halves, csr = Matrix.of(weight), Matrix.csr(weight)
+    assert halves.bf16 and halves.stored.dtype == np.uint16 and csr.data.dtype == np.float32
+    widened = weight.to(torch.float32).numpy()
+    assert np.array_equal(halves.dense.view(np.uint32), widened.view(np.uint32))
+    assert halves.nbytes == 700 * 45 * 2
+    x = np.random.default_rng(13).standard_normal((45, columns)).astype(np.float32)
+    got, want = matmul(halves, x), matmul(csr, x)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    ids = np.array([3, 0, 44, 3])
+    assert np.array_equal(halves.columns_of(ids).view(np.uint32),
+                          np.ascontiguousarray(widened.T[:, ids]).view(np.uint32))
+
+
+def test_float32_values_that_are_bf16s_are_held_in_16_bits_and_others_are_not():
+    weight = bf16_weights(40, 30, 14).to(torch.float32)
+    assert Matrix.of(weight).bf16
+    weight[5, 7] = 1.0 + 2.0 ** -20
+    assert not Matrix.of(weight).bf16 and Matrix.of(weight).stored.dtype == np.float32
+
+
 @pytest.mark.parametrize("columns", [1, 5])
 def test_a_dense_transposed_product_takes_the_scatter_sums(columns):
     """down_proj's transpose kept dense as it is (`transposed_products`, [units, dims]): its
     transpose times x is `csr_scatter_add`'s to the bit."""
     weight = random_sparse(45, 530, 0.9, 10)
-    dense = Matrix.of(torch.from_numpy(weight), transposed_products=True)
-    csr = Matrix.csr(torch.from_numpy(weight))
-    assert np.array_equal(dense.dense, weight)
-    x = np.random.default_rng(11).standard_normal((45, columns)).astype(np.float32)
-    want = np.zeros((530, columns), dtype=np.float32)
-    kernels.csr_scatter_add(csr.indptr, csr.indices, csr.data, x, want)
-    got = np.empty((530, columns), dtype=np.float32)
-    kernels.dense_product(dense.stored, x, got)
-    assert np.array_equal(got, want)
+    bf16_values = (weight.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+    for values, bf16 in ((weight, False), (bf16_values, True)):
+        dense = Matrix.of(torch.from_numpy(values), transposed_products=True)
+        assert dense.bf16 == bf16
+        csr = Matrix.csr(torch.from_numpy(values))
+        assert np.array_equal(dense.dense, values)
+        x = np.random.default_rng(11).standard_normal((45, columns)).astype(np.float32)
+        want = np.zeros((530, columns), dtype=np.float32)
+        kernels.csr_scatter_add(csr.indptr, csr.indices, csr.data, x, want)
+        got = np.empty((530, columns), dtype=np.float32)
+        kernels.dense_product(dense.stored, x, got)
+        assert np.array_equal(got, want)
 
 
 @pytest.mark.parametrize("columns", [1, 2, 6])
