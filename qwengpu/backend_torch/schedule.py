@@ -102,6 +102,13 @@ def last_uses(plan: Plan, ready: dict[str, int], end: int) -> dict[str, int]:
     return last
 
 
+# A file target's per-layer unit caps, as multiples of the smallest that fits its layers
+# (`_file_target_schedule`); a splice's target tries more of them for the narrowest residual.
+CAP_FACTORS = (1.0, 1.25, 1.5, 2.0, 3.0)
+NARROWEST_CAP_FACTORS = (1.0, 1.1, 1.2, 1.25, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.2,
+                         2.5, 3.0)
+
+
 def reuse_layout(plan: Plan, target: Target, ready: dict[str, int], units: dict[int, int],
                  unit_cap: int | None) -> tuple[dict[str, int], int, dict[str, int]]:
     """Residual dims with reuse: (value -> first dim, dims used including ONE, value ->
@@ -300,7 +307,9 @@ def _file_target_schedule(plan: Plan, target: Target):
     smallest that fits the layers (as for `min`) and rises by steps (1.25, 1.5, 2, 3 times,
     then the whole layer) while the residual does not fit; erasures may use the layer's
     remaining units.  When no cap fits, the one with the fewest dims (`schedule_plan` then
-    names the overflow)."""
+    names the overflow).  A splice's target (`Target.narrowest`) tries the caps of
+    NARROWEST_CAP_FACTORS and takes the one with the fewest dims, the first of equals: the
+    dims it leaves are the text gate's."""
     full = target.units_per_layer
     try:
         _, units, _ = _list_schedule(plan, target, full, target.heads_per_layer)
@@ -308,15 +317,17 @@ def _file_target_schedule(plan: Plan, target: Target):
         raise _narrow_layers(plan, target, error) from None
     smallest = _smallest_unit_cap(plan, target, target.heads_per_layer,
                                   max(units.values(), default=1))
-    caps = sorted({min(full, int(smallest * f)) for f in (1.0, 1.25, 1.5, 2.0, 3.0)} | {full})
+    factors = NARROWEST_CAP_FACTORS if target.narrowest else CAP_FACTORS
+    caps = sorted({min(full, int(smallest * f)) for f in factors} | {full})
     best = None
     for cap in caps:
         scheduled = _list_schedule(plan, target, cap, target.heads_per_layer)
         dims = reuse_layout(plan, target, scheduled[0], scheduled[1], full)[1]
-        if dims <= target.hidden_size:
+        if dims <= target.hidden_size and not target.narrowest:
             return scheduled
         if best is None or dims < best[0]:
             best = (dims, cap)
+    # again at the chosen cap: each run places the plan's ops (`op.sublayer`) anew
     return _list_schedule(plan, target, best[1], target.heads_per_layer)
 
 

@@ -35,6 +35,9 @@ class Target:
     head_dim: int = 16
     rms_norm_eps: float = 1e-6
     full_every: int = 0                  # 0: only the last layer is full attention
+    # A splice's machine: the schedule takes the narrowest residual it finds rather than the
+    # first that fits, leaving the rest of the width to the text gate (docs/splice.md).
+    narrowest: bool = False
 
     @property
     def is_min(self) -> bool:

@@ -230,6 +230,35 @@ def test_the_full_machine_schedules_into_the_2b_shape():
                for op in schedule.plan.ops)
 
 
+def test_a_splice_takes_the_narrowest_residual_its_caps_give():
+    """A splice's target (`Target.narrowest`) tries a finer grid of unit caps and keeps the
+    one with the fewest residual dims, the rest going to the text gate: the 2-lane machine in
+    the 2B shape takes 1,873 dims there (175 free) where the first cap that fits takes 1,911;
+    the whole machine takes 1,996 either way or fewer (docs/splice.md, "Gate dims")."""
+    from dataclasses import replace
+
+    from qwengpu.backend_torch import schedule as scheduling
+
+    target = load_target("qwen3.5-2b")
+    lanes = {"LANES": 2}
+    first = compile_plan("specs/qwengpu.hdl", target, params=lanes).schedule
+    narrow = compile_plan("specs/qwengpu.hdl", replace(target, narrowest=True),
+                          params=lanes).schedule
+    assert narrow.dims < first.dims
+    assert (first.dims, narrow.dims) == (1911, 1873)
+    # the narrowest of the grid: every other cap's layout is at least as wide
+    plan = narrow.plan
+    smallest = scheduling._smallest_unit_cap(plan, target, target.heads_per_layer,
+                                             target.units_per_layer)
+    for factor in scheduling.NARROWEST_CAP_FACTORS:
+        cap = min(target.units_per_layer, int(smallest * factor))
+        ready, units, _ = scheduling._list_schedule(plan, target, cap, target.heads_per_layer)
+        assert scheduling.reuse_layout(plan, target, ready, units,
+                                       target.units_per_layer)[1] >= narrow.dims, factor
+    whole = compile_plan("specs/qwengpu.hdl", replace(target, narrowest=True)).schedule
+    assert whole.dims <= 1998 and whole.layers_used <= NUM_LAYERS
+
+
 def test_folded_lanes_and_port_tokens_together():
     """A two-lane QwenGPU folds its lanes and commits its second store on a port token that
     only a record whose lane 1 stores has; with optional fields the lane of the next field is
