@@ -87,10 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared", type=float, nargs="+", default=[0.02, 0.01, 0.0])
     parser.add_argument("--tokens", type=int, default=248_077)
     parser.add_argument("--rows", type=int, default=248_320)
+    parser.add_argument("-P", "--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a spec parameter passed to `hdlc splice` (repeatable), e.g. "
+                             "-P LANES=2 for a machine that leaves the gate more dims")
     args = parser.parse_args(argv)
     print(f"machine: {platform.machine()} {platform.processor() or ''}, "
           f"torch {torch.__version__}; stand-ins of Qwen3.5-2B's dims, {args.tokens} text "
-          f"tokens, {args.rows} rows, bfloat16, tied")
+          f"tokens, {args.rows} rows, bfloat16, tied"
+          f"{'; machine ' + ' '.join(args.param) if args.param else ''}")
     print("| shared | write base s | check-base s | its peak GiB | exit | verdict |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
@@ -102,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
             pad_vocabulary(base, args.tokens)
             written = time.perf_counter() - started
             started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", CHECK, "splice", "--check-base",
-                                   str(base)], cwd=ROOT, capture_output=True, text=True)
+            flags = [flag for param in args.param for flag in ("-P", param)]
+            done = subprocess.run([sys.executable, "-c", CHECK, "splice", *flags,
+                                   "--check-base", str(base)], cwd=ROOT, capture_output=True,
+                                  text=True)
             seconds = time.perf_counter() - started
             said = (done.stdout + done.stderr).strip().splitlines()
             peak = int(said.pop().split()[1]) / 2 ** 20 if said and said[-1].startswith(
