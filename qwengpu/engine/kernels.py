@@ -36,10 +36,10 @@ from numba.extending import intrinsic
 FEW_COLUMNS = 2
 # Long sums of squares (norms) run in this many interleaved partial sums (`sum_of_squares`).
 LANES = 16
-# The running sums `dense_product` holds at once (a block of rows times the columns): 32 KB
-# for up to 8 columns, in the second-level cache's nearest part beside the weights being
-# read; a block keeps at least 512 rows, so that with many columns each pass over a run of
-# weights stays long (bench/bench_dense.py measured 4,096 floats and 256 rows too).
+# The running sums `dense_product` holds at once (a block of rows times the columns): 32 KB,
+# a first-level cache's size; a block keeps at least 512 rows, so that with many columns each
+# pass over a run of weights stays long.  bench/bench_dense.py tried 4,096 and 16,384 floats
+# too: no better at one and four columns, slower at eight.
 DENSE_BLOCK_FLOATS = 8192
 DENSE_MIN_BLOCK = 512
 
