@@ -18,8 +18,9 @@ is not.  What it leaves out is provably zero work, decided from the weights alon
 
 Nothing here reads the HDL, the plan or the protocol: only config.json and the tensors.
 Everything is computed in float32: a bfloat16 tensor is widened exactly, once where it is
-sparse and in every product where it is dense (`Matrix.bf16`: half the bytes to read).  Problems with the
-directory, the files or the tensors are `CheckpointError`s naming the file and the problem.
+sparse and in every product where it is dense (`Matrix.bf16`: half the bytes to read).
+Problems with the directory, the files or the tensors are `CheckpointError`s naming the
+file and the problem.
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ class Matrix:
 
     @property
     def nonzeros(self) -> int:
+        if self.bf16:                         # a weight is zero when its bits but the sign are
+            return int(np.count_nonzero(self.stored & np.uint16(0x7FFF)))
         return int(np.count_nonzero(self.stored)) if self.stored is not None \
             else int(self.data.shape[0])
 

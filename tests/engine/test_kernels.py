@@ -114,7 +114,7 @@ def test_bf16_weights_are_held_in_16_bits_and_take_the_same_sums(columns):
     assert halves.bf16 and halves.stored.dtype == np.uint16 and csr.data.dtype == np.float32
     widened = weight.to(torch.float32).numpy()
     assert np.array_equal(halves.dense.view(np.uint32), widened.view(np.uint32))
-    assert halves.nbytes == 700 * 45 * 2
+    assert halves.nbytes == 700 * 45 * 2 and halves.nonzeros == csr.nonzeros
     x = np.random.default_rng(13).standard_normal((45, columns)).astype(np.float32)
     got, want = matmul(halves, x), matmul(csr, x)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
