@@ -133,7 +133,10 @@ def check_base(spec: str, base_dir: str | Path, *, params: dict[str, int] | None
 
         say(f"gate: {check.base_tokens} text tokens on {free} free dims")
         text_rows = base.tensor(base.embedding_name)[:check.base_tokens].float()
-        check.gate = gate = find_text_gate(text_rows, free, check.target.rms_norm_eps)
+        try:
+            check.gate = gate = find_text_gate(text_rows, free, check.target.rms_norm_eps)
+        except UserError as error:
+            raise UserError(f"{error}{fewer_lanes_hint(check.planned.design)}") from None
     except UserError as error:
         check.error = error
         return check
@@ -141,3 +144,14 @@ def check_base(spec: str, base_dir: str | Path, *, params: dict[str, int] | None
                        f"free dims (min over {gate.tokens} text tokens of -u.n(e), found by "
                        f"the {gate.method}); no text token on the wrong side")
     return check
+
+
+def fewer_lanes_hint(design) -> str:
+    """Where the machine has lanes to spare: a machine of fewer lanes leaves the text gate
+    more dims (docs/splice.md, "Gate dims from the machine's size")."""
+    lanes = getattr(design, "params", {}).get("LANES", 1)
+    if lanes <= 1:
+        return ""
+    return (f". A machine of fewer lanes leaves the gate more dims, which may be enough: "
+            f"try -P LANES={lanes // 2} (on Qwen3.5-2B's width 2 lanes leave 175 dims to "
+            "4 lanes' 52; docs/splice.md, \"Gate dims from the machine's size\")")

@@ -62,6 +62,19 @@ def test_an_isotropic_base_is_refused_with_the_reason(bases, capsys):
            "cannot be gated off: on the 64 residual dims the machine leaves free no " \
            "hyperplane has all" in err
     assert "on the wrong side of the best found" in err and "convex combination" in err
+    assert "fewer lanes" not in err                  # the reduced machine has one lane
+
+
+def test_a_refusal_names_a_machine_of_fewer_lanes_where_there_is_one():
+    from types import SimpleNamespace
+
+    from qwengpu.splice.check_base import fewer_lanes_hint
+
+    hint = fewer_lanes_hint(SimpleNamespace(params={"LANES": 4, "WARPS": 8}))
+    assert "try -P LANES=2" in hint and "Gate dims from the machine's size" in hint
+    assert "try -P LANES=1" in fewer_lanes_hint(SimpleNamespace(params={"LANES": 2}))
+    assert fewer_lanes_hint(SimpleNamespace(params={"LANES": 1})) == ""
+    assert fewer_lanes_hint(SimpleNamespace(params={})) == ""       # a spec without lanes
 
 
 def test_a_folder_that_is_not_a_checkpoint(tmp_path, capsys):
