@@ -14,8 +14,9 @@ reports each build's median step time and the ratio of the tokens a second they 
   (`baseline_engine`); it runs DIR1 (compiled by that checkout), on the prompt CHECKOUT's
   loader writes for the kernel (`hdlc launch` run from CHECKOUT);
 - this build's engine runs DIR2 on this checkout's prompt;
-- one thread, `--batch` rows of the launch (default 1); a session starts again after
-  `--tokens` steps (its prefill not timed), so every step is inside the launch.
+- `--batch` rows of the launch (default 1) on `--threads` threads (default 1: the
+  session's own, numba's set to 1); a session starts again after `--tokens` steps (its
+  prefill not timed), so every step is inside the launch.
 """
 
 from __future__ import annotations
@@ -66,15 +67,17 @@ class Stepper:
     """One build's decoding, a step at a time: a session of `batch` rows of the launch,
     started again after `tokens` steps (so every step is inside the launch's trace)."""
 
-    def __init__(self, engine, prompt: list[int], batch: int, tokens: int):
+    def __init__(self, engine, prompt: list[int], batch: int, tokens: int, threads: int):
         self.engine, self.prompt, self.batch, self.tokens = engine, prompt, batch, tokens
+        self.threads = threads
         self.session = None
         self.steps = None
 
     def step_seconds(self) -> float:
         """The time of the next decode step (a new session's prefill is not counted)."""
         if self.session is None or self.session.steps >= self.tokens:
-            self.session = self.engine.session([self.prompt] * self.batch, eos_id=None)
+            self.session = self.engine.session([self.prompt] * self.batch, eos_id=None,
+                                               threads=self.threads)
             self.steps = iter(self.session)
             next(self.steps)
         started = time.perf_counter()
@@ -94,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=40, help="turns of each build")
     parser.add_argument("--chunk", type=int, default=25, help="steps a turn")
     parser.add_argument("--batch", type=int, default=1, help="rows of the same launch")
+    parser.add_argument("--threads", type=int, default=1, help="the sessions' threads")
     args = parser.parse_args(argv)
     numba.set_num_threads(1)
     with tempfile.TemporaryDirectory() as folder:
@@ -105,13 +109,14 @@ def main(argv: list[str] | None = None) -> int:
                          prompt_of(args.baseline.resolve(), args.baseline_model, args.kernel)),
             "this": (SparseEngine.load(args.model), prompt_of(ROOT, args.model, args.kernel)),
         }
-        steppers = {name: Stepper(engine, prompt, args.batch, args.tokens)
+        steppers = {name: Stepper(engine, prompt, args.batch, args.tokens, args.threads)
                      for name, (engine, prompt) in builds.items()}
         for stepper in steppers.values():
             for _ in range(30):
                 stepper.step_seconds()                 # kernels compiled and cached
         print(f"{args.kernel}: prompts of {len(builds['baseline'][1])} and "
-              f"{len(builds['this'][1])} tokens, batch {args.batch}, one thread; the builds "
+              f"{len(builds['this'][1])} tokens, batch {args.batch}, {args.threads} "
+              f"thread(s); the builds "
               f"take turns every {args.chunk} steps, {args.rounds} turns each")
         times: dict[str, list[float]] = {name: [] for name in steppers}
         for turn in range(args.rounds):

@@ -13,6 +13,11 @@ through the matrices, the recurrences stepped token by token inside the kernels)
 live row writes one token a step.  Rows keep separate state (conv windows, DeltaNet memory,
 attention caches, positions from 0), so a row's ids never depend on the other rows.
 
+Runs of sparse layers (the compiled machine's) go through one compiled call each
+(`qwengpu.engine.fused`), the other layers kernel by kernel.  With threads (`session(...,
+threads=N)`), a decode step's work is shared out without changing a sum: a dense product's
+panels of rows, and the rows of the batch through the sparse runs and the mixers.
+
 The engine computes only from the checkpoint's tensors: stock transformers'
 `generate(do_sample=False)` is the judge it is held to (tests demand the same ids).
 """
@@ -20,6 +25,8 @@ The engine computes only from the checkpoint's tensors: stock transformers'
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -27,50 +34,108 @@ import numpy as np
 
 from qwengpu.engine import kernels, mixer_kernels
 from qwengpu.engine.fused import FusedLayers, fusable
-from qwengpu.engine.weights import AttentionMixer, DeltaNetMixer, Matrix, Mlp, Weights, \
-    read_weights, rotary_tables
+from qwengpu.engine.weights import AttentionMixer, DeltaNetMixer, Layer, Matrix, Mlp, \
+    Weights, read_weights, rotary_tables
 
 DEFAULT_PREFILL_CHUNK = 256
 FLOAT = np.float32
 
 
-def matmul(matrix: Matrix, x: np.ndarray) -> np.ndarray:
+class Workers:
+    """The threads a session shares its work over (the kernels release the GIL)."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self._executor = ThreadPoolExecutor(threads)
+
+    def map(self, work: Callable, items) -> list:
+        return list(self._executor.map(work, items))
+
+    def parts(self, count: int) -> list[tuple[int, int]]:
+        """0..count in as many nearly equal ranges as there are threads (empty ones left
+        out)."""
+        bounds = [count * part // self.threads for part in range(self.threads + 1)]
+        return [(start, stop) for start, stop in zip(bounds, bounds[1:]) if start < stop]
+
+    def shutdown(self) -> None:
+        self._executor.shutdown()
+
+
+def dense_into(panels: np.ndarray, x: np.ndarray, out: np.ndarray,
+               workers: Workers | None = None) -> None:
+    """out = the dense product of `panels` (`kernels.dense_product`), the panels shared out
+    over the workers' threads: each output row is summed by one thread, as it would be
+    alone."""
+    if workers is None:
+        kernels.dense_product(panels, x, out)
+        return
+    workers.map(lambda part: kernels.dense_panels(panels, x, out, *part),
+                workers.parts(panels.shape[0]))
+
+
+def matmul(matrix: Matrix, x: np.ndarray, workers: Workers | None = None) -> np.ndarray:
     """matrix @ x for x [columns of matrix, n]."""
     out = np.empty((matrix.rows, x.shape[1]), dtype=FLOAT)
     if matrix.stored is not None:
         if matrix.transposed_products:
             raise ValueError("a matrix kept for products with its transpose (down_by_unit)")
-        kernels.dense_product(matrix.stored, x, out)
+        dense_into(matrix.stored, x, out, workers)
     else:
         kernels.csr_matmul(matrix.indptr, matrix.indices, matrix.data, x, out)
     return out
 
 
-def matmul_add(matrix: Matrix, x: np.ndarray, residual: np.ndarray) -> None:
+def matmul_add(matrix: Matrix, x: np.ndarray, residual: np.ndarray,
+               workers: Workers | None = None) -> None:
     """residual += matrix @ x (a sublayer's output into the residual stream)."""
     if matrix.stored is not None:
-        residual += matmul(matrix, x)
+        residual += matmul(matrix, x, workers)
         return
     kernels.csr_matmul_add(matrix.indptr, matrix.indices, matrix.data, x, residual)
 
 
-def mlp_add(mlp: Mlp, x: np.ndarray, residual: np.ndarray) -> None:
+def mlp_add(mlp: Mlp, x: np.ndarray, residual: np.ndarray,
+            workers: Workers | None = None) -> None:
     """residual += down(silu(gate(x)) * up(x)): one kernel when all three are sparse."""
     gate, up, down = mlp.gate, mlp.up, mlp.down_by_unit
     if gate.stored is None and up.stored is None and down.stored is None:
         kernels.mlp_add(gate.indptr, gate.indices, gate.data, mlp.gate_twins, up.indptr,
                         up.indices, up.data, down.indptr, down.indices, down.data, x, residual)
         return
-    hidden = matmul(gate, x)
+    hidden = matmul(gate, x, workers)
     kernels.silu_rows(hidden)
-    hidden *= matmul(up, x)
+    hidden *= matmul(up, x, workers)
     if down.stored is not None:               # down_by_unit, its transpose multiplied
         total = np.empty_like(residual)
-        kernels.dense_product(down.stored, hidden, total)
+        dense_into(down.stored, hidden, total, workers)
     else:
         total = np.zeros_like(residual)
         kernels.csr_scatter_add(down.indptr, down.indices, down.data, hidden, total)
     residual += total
+
+
+@dataclass
+class Span:
+    """Layers `first` to `last` - 1 of the decoder, run together: `fused` where every one
+    is sparse (`fused.fusable`), else one by one."""
+    first: int
+    last: int
+    fused: FusedLayers | None
+
+
+def layer_spans(layers: list[Layer], fuse: bool = True) -> list[Span]:
+    """The decoder cut into runs of fusable layers (fused where `fuse`) and runs of the
+    others."""
+    spans: list[Span] = []
+    first = 0
+    for index in range(1, len(layers) + 1):
+        if index < len(layers) and fusable(layers[index]) == fusable(layers[first]):
+            continue
+        run = layers[first:index]
+        spans.append(Span(first, index, FusedLayers(run, first)
+                          if fuse and fusable(layers[first]) else None))
+        first = index
+    return spans
 
 
 class State:
@@ -94,7 +159,7 @@ class State:
                 self.keys[index] = np.zeros(shape, dtype=FLOAT)
                 self.values[index] = np.zeros(shape, dtype=FLOAT)
                 self.lengths[index] = np.zeros(rows, dtype=np.int64)
-        self.fused_lists = None               # the state as `FusedLayers` reads it
+        self.fused_lists: dict[int, tuple] = {}   # a fused span's state, as it reads it
 
     def reserve(self, length: int) -> None:
         """Room in every attention cache for `length` tokens a row."""
@@ -113,9 +178,14 @@ class SparseEngine:
 
     def __init__(self, weights: Weights, fuse: bool = True):
         self.weights = weights
-        # every layer in one compiled call where the checkpoint allows (engine/fused.py)
-        self.fused = FusedLayers(weights) if fuse and fusable(weights) else None
+        # runs of sparse layers in one compiled call each (engine/fused.py)
+        self.spans = layer_spans(weights.layers, fuse)
         self._cos = self._sin = np.zeros((0, max(weights.rotary_dims, 2)), dtype=FLOAT)
+
+    @property
+    def fused(self) -> FusedLayers | None:
+        """The decoder's layers in one compiled call, where they all fuse."""
+        return self.spans[0].fused if len(self.spans) == 1 else None
 
     @classmethod
     def load(cls, directory: str | Path, fuse: bool = True) -> "SparseEngine":
@@ -137,10 +207,13 @@ class SparseEngine:
         return self._cos, self._sin
 
     def forward(self, state: State, tokens: Sequence[int], slots: Sequence[int],
-                wanted: Sequence[int], logits: bool = False) -> np.ndarray:
+                wanted: Sequence[int], logits: bool = False,
+                workers: Workers | None = None) -> np.ndarray:
         """Run one column per (token, slot), in order (a row's columns in time order), and
         return the greedy next id after each column listed in `wanted` (with `logits`, the
-        logits themselves, [vocab, len(wanted)])."""
+        logits themselves, [vocab, len(wanted)]).  With `workers`, the dense products are
+        shared out over their threads by panels, and where every column is a row of its
+        own (a decode step) the sparse runs and the mixers by columns."""
         weights = self.weights
         tokens = np.asarray(tokens, dtype=np.int64)
         slots = np.asarray(slots, dtype=np.int64)
@@ -154,57 +227,102 @@ class SparseEngine:
         x = self._embed(tokens)
         if state.keys:
             state.reserve(int(state.positions.max()))
-        if self.fused is not None:
-            if state.fused_lists is None:
-                state.fused_lists = self.fused.state_lists(state.conv, state.memory)
-            self.fused.run(x, slots, FLOAT(weights.eps), state.fused_lists)
-        else:
-            self._layers(state, x, slots, positions)
+            self._rotary(int(positions.max()) + 1)
+        by_rows = workers if workers is not None and columns > 1 \
+            and np.unique(slots).shape[0] == columns else None
+        for span in self.spans:
+            if by_rows is not None and span.fused is not None:
+                self._by_rows(by_rows, x, slots, positions,
+                              lambda xs, ss, ps, span=span: self._span(state, span, xs, ss, ps))
+            else:
+                self._span(state, span, x, slots, positions, workers, by_rows)
         chosen = np.ascontiguousarray(x[:, np.asarray(wanted, dtype=np.int64)])
         final = np.empty_like(chosen)
         kernels.rms_norm(chosen, weights.final_scale, FLOAT(weights.eps), final)
-        scores = matmul(weights.lm_head, final)
+        scores = matmul(weights.lm_head, final, workers)
         if logits:
             return scores
         ids = np.empty(chosen.shape[1], dtype=np.int64)
         kernels.argmax_columns(scores, ids)
         return ids
 
-    def _layers(self, state: State, x: np.ndarray, slots: np.ndarray,
-                positions: np.ndarray) -> None:
-        """Every layer on x ([hidden, columns], updated in place), kernel by kernel."""
+    @staticmethod
+    def _by_rows(workers: Workers, x: np.ndarray, slots: np.ndarray, positions: np.ndarray,
+                 work: Callable) -> None:
+        """work(x's columns, their slots, their positions) on each thread's share of the
+        columns (each a row of its own), x updated."""
+        def run(part: tuple[int, int]) -> np.ndarray:
+            share = np.ascontiguousarray(x[:, part[0]:part[1]])
+            work(share, slots[part[0]:part[1]], positions[part[0]:part[1]])
+            return share
+
+        parts = workers.parts(x.shape[1])
+        for (start, stop), share in zip(parts, workers.map(run, parts)):
+            x[:, start:stop] = share
+
+    def _span(self, state: State, span: Span, x: np.ndarray, slots: np.ndarray,
+              positions: np.ndarray, workers: Workers | None = None,
+              by_rows: Workers | None = None) -> None:
+        """The span's layers on x ([hidden, columns], updated in place)."""
         weights = self.weights
-        columns = x.shape[1]
+        if span.fused is not None:
+            lists = state.fused_lists.get(span.first)
+            if lists is None:
+                lists = state.fused_lists[span.first] = span.fused.state_lists(state.conv,
+                                                                               state.memory)
+            span.fused.run(x, slots, FLOAT(weights.eps), lists)
+            return
         normed = np.empty_like(x)
-        for index, layer in enumerate(weights.layers):
+        for index in range(span.first, span.last):
+            layer = weights.layers[index]
             mixer, mlp = layer.mixer, layer.mlp
             if mixer is not None:
                 kernels.rms_norm(x, layer.input_scale, FLOAT(weights.eps), normed)
-                projected = matmul(mixer.projection, normed)
-                if isinstance(mixer, DeltaNetMixer):
-                    out = np.empty((len(mixer.value_heads) * mixer.value_head_dim, columns),
-                                   dtype=FLOAT)
-                    mixer_kernels.deltanet_columns(
-                        projected, slots, mixer.conv_channel, mixer.conv_weight,
-                        state.conv[index],
-                        len(mixer.key_heads) * mixer.key_head_dim, len(mixer.value_heads),
-                        mixer.key_of_value_head, mixer.key_head_dim, mixer.value_head_dim,
-                        mixer.neg_a, mixer.dt_bias, mixer.norm_weight, FLOAT(weights.eps),
-                        mixer.state_rows, mixer.state_row_count, mixer.state_columns,
-                        mixer.state_column_count, state.memory[index], out)
+                projected = matmul(mixer.projection, normed, workers)
+                if by_rows is None:
+                    out = self._mixer(state, index, projected, slots, positions)
                 else:
-                    cos, sin = self._rotary(int(positions.max()) + 1)
-                    out = np.empty((len(mixer.query_heads) * mixer.head_dim, columns),
-                                   dtype=FLOAT)
-                    mixer_kernels.attention_columns(
-                        projected, slots, positions, mixer.kv_of_head, len(mixer.kv_heads),
-                        mixer.head_dim, mixer.q_scale, mixer.k_scale, FLOAT(weights.eps),
-                        cos, sin, state.keys[index], state.values[index],
-                        state.lengths[index], out)
-                matmul_add(mixer.out_proj, out, x)
+                    out = np.empty((self._mixer_outputs(mixer), x.shape[1]), dtype=FLOAT)
+
+                    def mix(part: tuple[int, int], index=index, projected=projected, out=out):
+                        start, stop = part
+                        out[:, start:stop] = self._mixer(
+                            state, index, np.ascontiguousarray(projected[:, start:stop]),
+                            slots[start:stop], positions[start:stop])
+
+                    by_rows.map(mix, by_rows.parts(x.shape[1]))
+                matmul_add(mixer.out_proj, out, x, workers)
             if mlp is not None:
                 kernels.rms_norm(x, layer.post_scale, FLOAT(weights.eps), normed)
-                mlp_add(mlp, normed, x)
+                mlp_add(mlp, normed, x, workers)
+
+    @staticmethod
+    def _mixer_outputs(mixer: DeltaNetMixer | AttentionMixer) -> int:
+        if isinstance(mixer, DeltaNetMixer):
+            return len(mixer.value_heads) * mixer.value_head_dim
+        return len(mixer.query_heads) * mixer.head_dim
+
+    def _mixer(self, state: State, index: int, projected: np.ndarray, slots: np.ndarray,
+               positions: np.ndarray) -> np.ndarray:
+        """Layer `index`'s mixer between its projections: its output for each column."""
+        weights = self.weights
+        mixer = weights.layers[index].mixer
+        out = np.empty((self._mixer_outputs(mixer), projected.shape[1]), dtype=FLOAT)
+        if isinstance(mixer, DeltaNetMixer):
+            mixer_kernels.deltanet_columns(
+                projected, slots, mixer.conv_channel, mixer.conv_weight, state.conv[index],
+                len(mixer.key_heads) * mixer.key_head_dim, len(mixer.value_heads),
+                mixer.key_of_value_head, mixer.key_head_dim, mixer.value_head_dim,
+                mixer.neg_a, mixer.dt_bias, mixer.norm_weight, FLOAT(weights.eps),
+                mixer.state_rows, mixer.state_row_count, mixer.state_columns,
+                mixer.state_column_count, state.memory[index], out)
+        else:
+            cos, sin = self._rotary(int(positions.max()) + 1)
+            mixer_kernels.attention_columns(
+                projected, slots, positions, mixer.kv_of_head, len(mixer.kv_heads),
+                mixer.head_dim, mixer.q_scale, mixer.k_scale, FLOAT(weights.eps), cos, sin,
+                state.keys[index], state.values[index], state.lengths[index], out)
+        return out
 
     def _embed(self, tokens: np.ndarray) -> np.ndarray:
         embed = self.weights.embed
@@ -242,9 +360,11 @@ class Session:
     pairs, one per live row.  A row ends after it writes `eos_id`, or when `end(row)` is
     called.  `prefill_seconds` is the time the prompts took.
 
-    With `threads` > 1 the rows are shared out over that many threads (prompts a row at a
-    time, then each step's rows in as many groups): rows touch only their own state, and
-    the kernels release the GIL, so this changes the time, not a single id."""
+    With `threads` > 1 the prompts are prefilled a row to a thread, and each step runs
+    every live row at once with its work shared out over the threads (`forward`'s
+    `workers`): rows touch only their own state, each sum is taken by one thread as it
+    would be alone, and the kernels release the GIL, so this changes the time, not a
+    single id."""
 
     def __init__(self, engine: SparseEngine, prompts: Sequence[Sequence[int]],
                  eos_id: int | None, prefill_chunk: int,
@@ -260,7 +380,7 @@ class Session:
         self.live = list(range(len(prompts)))
         self.prefill_seconds: float | None = None
         self.steps = 0
-        self._pool = None
+        self._workers = Workers(self.threads) if self.threads > 1 else None
 
     def end(self, row: int) -> None:
         if row in self.live:
@@ -268,13 +388,9 @@ class Session:
 
     def _map(self, work: Callable, groups: list) -> list:
         """work(group) for each group, on the session's threads when there are several."""
-        if self.threads == 1 or len(groups) == 1:
+        if self._workers is None or len(groups) == 1:
             return [work(group) for group in groups]
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(self.threads)
-        return list(self._pool.map(work, groups))
+        return self._workers.map(work, groups)
 
     def _grow(self, positions: int) -> None:
         """Room for `positions` tokens a row (caches, rotary tables), before threads run."""
@@ -305,15 +421,9 @@ class Session:
     def _step(self, following: dict[int, int]) -> dict[int, int]:
         rows = list(self.live)
         self._grow(int(self.state.positions[rows].max()) + 1)
-        share = -(-len(rows) // self.threads)
-        groups = [rows[start:start + share] for start in range(0, len(rows), share)]
-
-        def step_group(group: list[int]) -> list[int]:
-            return self.engine.forward(self.state, [following[row] for row in group], group,
-                                       list(range(len(group)))).tolist()
-
-        return {row: token_id for group, ids in zip(groups, self._map(step_group, groups))
-                for row, token_id in zip(group, ids)}
+        ids = self.engine.forward(self.state, [following[row] for row in rows], rows,
+                                  list(range(len(rows))), workers=self._workers)
+        return dict(zip(rows, ids.tolist()))
 
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
         try:
@@ -329,5 +439,5 @@ class Session:
                     return
                 following = self._step(following)
         finally:
-            if self._pool is not None:
-                self._pool.shutdown()
+            if self._workers is not None:
+                self._workers.shutdown()

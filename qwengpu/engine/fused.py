@@ -1,4 +1,4 @@
-"""The decoder's layers in one compiled call, for checkpoints whose layers are all sparse.
+"""The decoder's sparse layers in one compiled call: a run of them, or all of them.
 
 A token of a compiled QwenGPU checkpoint passes 45 layers of half a dozen small kernels
 each; called one by one from Python, each call pays numba's dispatch (the type of every
@@ -9,10 +9,11 @@ in the same order, on the same arrays as `SparseEngine.forward`'s loop: the resu
 loop's to the bit (tests/engine/test_fused.py holds the logits equal), only the calls are
 cheaper.
 
-It applies where every layer's mixer is a Gated DeltaNet or empty and every matrix the
-layers multiply is kept sparse (CSR): the whole compiled machine.  A checkpoint with live
-attention or dense matrices (a spliced base's layers) runs the loop in Python, where a
-layer's arithmetic dwarfs the calls anyway.
+It applies to a layer whose mixer is a Gated DeltaNet or empty and whose every matrix is
+kept sparse (CSR): every layer of the compiled machine.  The engine fuses each run of such
+layers (`SparseEngine.spans`): the whole decoder of a compiled checkpoint, the machine's
+layers in front of a spliced base; a layer with live attention or dense matrices (a base's
+layers) runs in the Python loop, where a layer's arithmetic dwarfs the calls anyway.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from numba.typed import List
 
 from qwengpu.engine.kernels import csr_matmul, csr_matmul_add, mlp_add, rms_norm
 from qwengpu.engine.mixer_kernels import deltanet_columns
-from qwengpu.engine.weights import DeltaNetMixer, Matrix, Weights
+from qwengpu.engine.weights import DeltaNetMixer, Layer, Matrix
 
 FLOAT = np.float32
 
@@ -32,19 +33,14 @@ def _sparse(matrix: Matrix) -> bool:
     return matrix.stored is None
 
 
-def fusable(weights: Weights) -> bool:
-    """Whether every layer is a sparse Gated DeltaNet (or no mixer) and a sparse MLP (or
+def fusable(layer: Layer) -> bool:
+    """Whether the layer is a sparse Gated DeltaNet (or no mixer) and a sparse MLP (or
     none): what `run_layers` computes."""
-    for layer in weights.layers:
-        mixer, mlp = layer.mixer, layer.mlp
-        if mixer is not None and not (isinstance(mixer, DeltaNetMixer)
-                                      and _sparse(mixer.projection)
-                                      and _sparse(mixer.out_proj)):
-            return False
-        if mlp is not None and not all(_sparse(m) for m in (mlp.gate, mlp.up,
-                                                             mlp.down_by_unit)):
-            return False
-    return True
+    mixer, mlp = layer.mixer, layer.mlp
+    if mixer is not None and not (isinstance(mixer, DeltaNetMixer)
+                                  and _sparse(mixer.projection) and _sparse(mixer.out_proj)):
+        return False
+    return mlp is None or all(_sparse(m) for m in (mlp.gate, mlp.up, mlp.down_by_unit))
 
 
 def _typed(arrays: list[np.ndarray]) -> List:
@@ -55,11 +51,12 @@ def _typed(arrays: list[np.ndarray]) -> List:
 
 
 class FusedLayers:
-    """A checkpoint's per-layer weights as typed lists, one entry per layer (an empty
-    array where a layer has no mixer or no MLP), for `run_layers`."""
+    """A run of a checkpoint's layers (all `fusable`), the decoder's layers `first`
+    onwards, their weights as typed lists, one entry per layer (an empty array where a
+    layer has no mixer or no MLP), for `run_layers`."""
 
-    def __init__(self, weights: Weights):
-        layers = weights.layers
+    def __init__(self, layers: list[Layer], first: int = 0):
+        self.first = first
         self.count = len(layers)
         self.has_mixer = np.array([layer.mixer is not None for layer in layers])
         self.has_mlp = np.array([layer.mlp is not None for layer in layers])
@@ -115,12 +112,13 @@ class FusedLayers:
 
     def state_lists(self, conv: dict[int, np.ndarray], memory: dict[int, np.ndarray]
                     ) -> tuple[List, List]:
-        """A State's conv windows and DeltaNet memories as typed lists (the same arrays, so
-        `run_layers` updates the state in place)."""
+        """A State's conv windows and DeltaNet memories of these layers as typed lists (the
+        same arrays, so `run_layers` updates the state in place)."""
         none_conv = np.zeros((1, 3, 0), dtype=FLOAT)
         none_memory = np.zeros((1, 0, 0, 0), dtype=FLOAT)
-        return (_typed([conv.get(index, none_conv) for index in range(self.count)]),
-                _typed([memory.get(index, none_memory) for index in range(self.count)]))
+        indices = range(self.first, self.first + self.count)
+        return (_typed([conv.get(index, none_conv) for index in indices]),
+                _typed([memory.get(index, none_memory) for index in indices]))
 
     def run(self, x: np.ndarray, slots: np.ndarray, eps: np.float32,
             state_lists: tuple[List, List]) -> None:

@@ -36,12 +36,13 @@ from numba.extending import intrinsic
 FEW_COLUMNS = 2
 # Long sums of squares (norms) run in this many interleaved partial sums (`sum_of_squares`).
 LANES = 16
-# The running sums `dense_product` holds at once (a block of rows times the columns): 32 KB,
-# a first-level cache's size; a block keeps at least 512 rows, so that with many columns each
-# pass over a run of weights stays long.  bench/bench_dense.py tried 4,096 and 16,384 floats
-# too: no better at one and four columns, slower at eight.
-DENSE_BLOCK_FLOATS = 8192
-DENSE_MIN_BLOCK = 512
+# A dense matrix is kept in panels of this many rows (`pack_panels`): a panel's weights are
+# one contiguous run, which the sums of its rows advance along, term after term.
+PANEL_ROWS = 128
+# The terms (a run of a panel's weights: 128 KB of bfloat16s at 2,048 inner) every group of
+# columns takes before the panel moves on, so that a batch of more than 8 columns reads the
+# panel from memory once and from the second-level cache after.
+PANEL_TERMS = 512
 
 
 @intrinsic
@@ -99,93 +100,142 @@ def _csr_matvec(indptr, indices, data, x, out):
         out[row] = total
 
 
-@njit(cache=True, nogil=True)
-def dense_product(operand, x, out):
-    """out = operand.T @ x for a dense `operand` [inner, rows] (`Matrix.stored`: a weight
-    kept transposed, or down_proj's transpose as it is): out[r, c] = sum over k of
-    operand[k, r] * x[k, c], k ascending from 0, the sums of `csr_matmul` and
-    `csr_scatter_add`, so a column's result never depends on the other columns (a BLAS
-    gemm's blocking would).  The running sums of a block of rows are held while the weights
-    advance along k, four k at a time (`_add_four_terms`), each run of weights read once for
-    every column; the loops over rows are contiguous, so they run in vector registers.
+def pack_panels(operand: np.ndarray) -> np.ndarray:
+    """A dense product's operand [inner, rows] as `dense_product` reads it: [panels, inner,
+    PANEL_ROWS], panel p holding rows p * PANEL_ROWS onwards, the last padded with zeros."""
+    inner, rows = operand.shape
+    panels = -(-rows // PANEL_ROWS)
+    packed = np.zeros((panels, inner, PANEL_ROWS), dtype=operand.dtype)
+    whole = rows // PANEL_ROWS
+    packed[:whole] = operand[:, :whole * PANEL_ROWS].reshape(
+        inner, whole, PANEL_ROWS).transpose(1, 0, 2)
+    if whole < panels:
+        packed[whole, :, :rows - whole * PANEL_ROWS] = operand[:, whole * PANEL_ROWS:]
+    return packed
 
-    `operand` is float32, or uint16 holding bfloat16 bits (`Matrix.bf16`): each weight is
+
+def unpack_panels(packed: np.ndarray, rows: int) -> np.ndarray:
+    """`pack_panels`' operand again ([inner, rows], a copy)."""
+    panels, inner, width = packed.shape
+    return np.ascontiguousarray(packed.transpose(1, 0, 2).reshape(inner, panels * width)[:, :rows])
+
+
+@njit(cache=True, nogil=True)
+def dense_product(panels, x, out):
+    """out = operand.T @ x for a dense operand [inner, rows] kept in panels (`Matrix.stored`,
+    `pack_panels`: a weight kept transposed, or down_proj's transpose as it is):
+    out[r, c] = sum over k of operand[k, r] * x[k, c], k ascending from 0, the sums of
+    `csr_matmul` and `csr_scatter_add`, so a column's result never depends on the other
+    columns (a BLAS gemm's blocking would).  `dense_panels` does the work."""
+    dense_panels(panels, x, out, 0, panels.shape[0])
+
+
+@njit(cache=True, nogil=True)
+def dense_panels(panels, x, out, first, last):
+    """`dense_product`'s rows in panels `first` to `last` - 1 (separate threads can take
+    separate panels).  A panel's running sums (128 rows a column: 512 bytes) stay in the
+    first-level cache while its weights stream past, a contiguous run, read once for all
+    the columns: eight columns a pass two terms at a time (`_eight_columns_two_terms`), then
+    four, two or one column four terms at a time, each weight loaded once for the columns
+    of its pass; the loops over a panel's rows run in vector registers.
+
+    `panels` is float32, or uint16 holding bfloat16 bits (`Matrix.bf16`): each weight is
     then widened as it is loaded (`weight_value`: exact), so half the bytes are read, which
     is what bounds a product of few columns; the sums are the same."""
-    inner, rows = operand.shape
-    columns = x.shape[1]
-    block = max(DENSE_BLOCK_FLOATS // max(columns, 1), DENSE_MIN_BLOCK)
-    sums = np.empty((columns, block), dtype=np.float32)
+    inner, width = panels.shape[1], panels.shape[2]
+    rows, columns = out.shape[0], x.shape[1]
+    sums = np.empty((columns, width), dtype=np.float32)
     whole = inner - inner % 4
-    for start in range(0, rows, block):
-        stop = min(rows, start + block)
-        sums[:, :stop - start] = 0.0
-        for k in range(0, whole, 4):
-            _add_four_terms(sums, operand[k, start:stop], operand[k + 1, start:stop],
-                            operand[k + 2, start:stop], operand[k + 3, start:stop], x, k)
+    for p in range(first, last):
+        panel = panels[p]
+        sums[:, :] = 0.0
+        for start in range(0, whole, PANEL_TERMS):
+            stop = min(whole, start + PANEL_TERMS)
+            column = 0
+            while column + 8 <= columns:
+                _eight_columns_two_terms(sums, panel, x, start, stop, column)
+                column += 8
+            if column + 4 <= columns:
+                _four_columns_four_terms(sums, panel, x, start, stop, column)
+                column += 4
+            if column + 2 <= columns:
+                _two_columns_four_terms(sums, panel, x, start, stop, column)
+                column += 2
+            if column < columns:
+                _one_column_four_terms(sums[column], panel, x[:, column], start, stop)
         for k in range(whole, inner):
-            _add_one_term(sums, operand[k, start:stop], x, k)
-        _store_sums(sums, start, stop, out)
+            _add_one_term(sums, panel[k], x, k)
+        base = p * width
+        for r in range(min(width, rows - base)):
+            for c in range(columns):
+                out[base + r, c] = sums[c, r]
 
 
 @njit(cache=True, nogil=True)
-def _store_sums(sums, start, stop, out):
-    for r in range(stop - start):
-        for column in range(out.shape[1]):
-            out[start + r, column] = sums[column, r]
-
-
-@njit(cache=True, nogil=True)
-def _add_four_terms(sums, w0, w1, w2, w3, x, k):
-    """sums[c, r] += w0[r] x[k, c], then the terms of w1 (x[k + 1]), w2, w3, in order, for
-    every column c: four columns a pass where there are four (each weight loaded once for
-    the four, `_four_columns_four_terms`), then two, then one."""
-    columns = x.shape[1]
-    column = 0
-    while column + 4 <= columns:
-        _four_columns_four_terms(sums, w0, w1, w2, w3, x, k, column)
-        column += 4
-    if column + 2 <= columns:
-        _two_columns_four_terms(sums, w0, w1, w2, w3, x, k, column)
-        column += 2
-    if column < columns:
-        _one_column_four_terms(sums[column], w0, w1, w2, w3, x[k, column], x[k + 1, column],
-                               x[k + 2, column], x[k + 3, column])
-
-
-@njit(cache=True, nogil=True)
-def _four_columns_four_terms(sums, w0, w1, w2, w3, x, k, c):
+def _eight_columns_two_terms(sums, panel, x, start, stop, c):
+    """sums[c + j, r] += panel[k, r] x[k, c + j], then the term of k + 1, for the eight
+    columns from c and k from start to stop (pairs): each weight loaded once for the eight,
+    which more terms a pass would not leave registers for."""
     t0, t1, t2, t3 = sums[c], sums[c + 1], sums[c + 2], sums[c + 3]
-    a0, a1, a2, a3 = x[k, c], x[k + 1, c], x[k + 2, c], x[k + 3, c]
-    b0, b1, b2, b3 = x[k, c + 1], x[k + 1, c + 1], x[k + 2, c + 1], x[k + 3, c + 1]
-    d0, d1, d2, d3 = x[k, c + 2], x[k + 1, c + 2], x[k + 2, c + 2], x[k + 3, c + 2]
-    e0, e1, e2, e3 = x[k, c + 3], x[k + 1, c + 3], x[k + 2, c + 3], x[k + 3, c + 3]
-    for r in range(w0.shape[0]):
-        p, q = weight_value(w0[r]), weight_value(w1[r])
-        s, u = weight_value(w2[r]), weight_value(w3[r])
-        t0[r] = (((t0[r] + p * a0) + q * a1) + s * a2) + u * a3
-        t1[r] = (((t1[r] + p * b0) + q * b1) + s * b2) + u * b3
-        t2[r] = (((t2[r] + p * d0) + q * d1) + s * d2) + u * d3
-        t3[r] = (((t3[r] + p * e0) + q * e1) + s * e2) + u * e3
+    t4, t5, t6, t7 = sums[c + 4], sums[c + 5], sums[c + 6], sums[c + 7]
+    for k in range(start, stop, 2):
+        w0, w1 = panel[k], panel[k + 1]
+        a0, a1, b0, b1 = x[k, c], x[k + 1, c], x[k, c + 1], x[k + 1, c + 1]
+        d0, d1, e0, e1 = x[k, c + 2], x[k + 1, c + 2], x[k, c + 3], x[k + 1, c + 3]
+        f0, f1, g0, g1 = x[k, c + 4], x[k + 1, c + 4], x[k, c + 5], x[k + 1, c + 5]
+        h0, h1, i0, i1 = x[k, c + 6], x[k + 1, c + 6], x[k, c + 7], x[k + 1, c + 7]
+        for r in range(w0.shape[0]):
+            p, q = weight_value(w0[r]), weight_value(w1[r])
+            t0[r] = (t0[r] + p * a0) + q * a1
+            t1[r] = (t1[r] + p * b0) + q * b1
+            t2[r] = (t2[r] + p * d0) + q * d1
+            t3[r] = (t3[r] + p * e0) + q * e1
+            t4[r] = (t4[r] + p * f0) + q * f1
+            t5[r] = (t5[r] + p * g0) + q * g1
+            t6[r] = (t6[r] + p * h0) + q * h1
+            t7[r] = (t7[r] + p * i0) + q * i1
 
 
 @njit(cache=True, nogil=True)
-def _two_columns_four_terms(sums, w0, w1, w2, w3, x, k, c):
+def _four_columns_four_terms(sums, panel, x, start, stop, c):
+    t0, t1, t2, t3 = sums[c], sums[c + 1], sums[c + 2], sums[c + 3]
+    for k in range(start, stop, 4):
+        w0, w1, w2, w3 = panel[k], panel[k + 1], panel[k + 2], panel[k + 3]
+        a0, a1, a2, a3 = x[k, c], x[k + 1, c], x[k + 2, c], x[k + 3, c]
+        b0, b1, b2, b3 = x[k, c + 1], x[k + 1, c + 1], x[k + 2, c + 1], x[k + 3, c + 1]
+        d0, d1, d2, d3 = x[k, c + 2], x[k + 1, c + 2], x[k + 2, c + 2], x[k + 3, c + 2]
+        e0, e1, e2, e3 = x[k, c + 3], x[k + 1, c + 3], x[k + 2, c + 3], x[k + 3, c + 3]
+        for r in range(w0.shape[0]):
+            p, q = weight_value(w0[r]), weight_value(w1[r])
+            s, u = weight_value(w2[r]), weight_value(w3[r])
+            t0[r] = (((t0[r] + p * a0) + q * a1) + s * a2) + u * a3
+            t1[r] = (((t1[r] + p * b0) + q * b1) + s * b2) + u * b3
+            t2[r] = (((t2[r] + p * d0) + q * d1) + s * d2) + u * d3
+            t3[r] = (((t3[r] + p * e0) + q * e1) + s * e2) + u * e3
+
+
+@njit(cache=True, nogil=True)
+def _two_columns_four_terms(sums, panel, x, start, stop, c):
     t0, t1 = sums[c], sums[c + 1]
-    a0, a1, a2, a3 = x[k, c], x[k + 1, c], x[k + 2, c], x[k + 3, c]
-    b0, b1, b2, b3 = x[k, c + 1], x[k + 1, c + 1], x[k + 2, c + 1], x[k + 3, c + 1]
-    for r in range(w0.shape[0]):
-        p, q = weight_value(w0[r]), weight_value(w1[r])
-        s, u = weight_value(w2[r]), weight_value(w3[r])
-        t0[r] = (((t0[r] + p * a0) + q * a1) + s * a2) + u * a3
-        t1[r] = (((t1[r] + p * b0) + q * b1) + s * b2) + u * b3
+    for k in range(start, stop, 4):
+        w0, w1, w2, w3 = panel[k], panel[k + 1], panel[k + 2], panel[k + 3]
+        a0, a1, a2, a3 = x[k, c], x[k + 1, c], x[k + 2, c], x[k + 3, c]
+        b0, b1, b2, b3 = x[k, c + 1], x[k + 1, c + 1], x[k + 2, c + 1], x[k + 3, c + 1]
+        for r in range(w0.shape[0]):
+            p, q = weight_value(w0[r]), weight_value(w1[r])
+            s, u = weight_value(w2[r]), weight_value(w3[r])
+            t0[r] = (((t0[r] + p * a0) + q * a1) + s * a2) + u * a3
+            t1[r] = (((t1[r] + p * b0) + q * b1) + s * b2) + u * b3
 
 
 @njit(cache=True, nogil=True)
-def _one_column_four_terms(target, w0, w1, w2, w3, v0, v1, v2, v3):
-    for r in range(w0.shape[0]):
-        target[r] = (((target[r] + weight_value(w0[r]) * v0) + weight_value(w1[r]) * v1)
-                     + weight_value(w2[r]) * v2) + weight_value(w3[r]) * v3
+def _one_column_four_terms(target, panel, values, start, stop):
+    for k in range(start, stop, 4):
+        w0, w1, w2, w3 = panel[k], panel[k + 1], panel[k + 2], panel[k + 3]
+        v0, v1, v2, v3 = values[k], values[k + 1], values[k + 2], values[k + 3]
+        for r in range(w0.shape[0]):
+            target[r] = (((target[r] + weight_value(w0[r]) * v0) + weight_value(w1[r]) * v1)
+                         + weight_value(w2[r]) * v2) + weight_value(w3[r]) * v3
 
 
 @njit(cache=True, nogil=True)

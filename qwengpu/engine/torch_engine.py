@@ -168,7 +168,9 @@ class TorchSparseEngine(SparseEngine):
 
     @torch.inference_mode()
     def forward(self, state: TorchState, tokens: Sequence[int], slots: Sequence[int],
-                wanted: Sequence[int], logits: bool = False) -> np.ndarray:
+                wanted: Sequence[int], logits: bool = False, workers=None) -> np.ndarray:
+        """As `SparseEngine.forward`; `workers` is never given (its sessions run one
+        thread: torch shares out its own work)."""
         weights, device = self.weights, self.device
         slots = np.asarray(slots, dtype=np.int64)
         columns = len(slots)

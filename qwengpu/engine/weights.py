@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from qwengpu.engine.kernels import twin_rows
+from qwengpu.engine.kernels import PANEL_ROWS, pack_panels, twin_rows, unpack_panels
 from qwengpu.errors import UserError
 
 DENSE_ABOVE = 0.25           # a matrix with more nonzeros than this fraction is kept dense
@@ -55,11 +55,11 @@ class Matrix:
     CSR `indptr` is int64, `indices` int32 (the kernels read them as uint32: no index is
     negative), `data` float32.
 
-    A dense matrix is `stored` C-contiguous in the layout its products read
-    (`kernels.dense_product`: each weight row of the layout is a contiguous run the sums of
-    many rows advance along at once): transposed, [columns, rows], for `matrix @ x`; as it
-    is, [rows, columns], where `transposed_products` says the engine multiplies by the
-    matrix's transpose (`Mlp.down_by_unit`).  `dense` is the [rows, columns] view either way."""
+    A dense matrix is `stored` in the panels its products read (`kernels.pack_panels`:
+    [panels, inner, PANEL_ROWS], a panel's weights one contiguous run the sums of its rows
+    advance along): of its transpose, [columns, rows], for `matrix @ x`; of itself, [rows,
+    columns], where `transposed_products` says the engine multiplies by the matrix's
+    transpose (`Mlp.down_by_unit`).  `dense` is the [rows, columns] values either way."""
 
     rows: int
     columns: int
@@ -81,7 +81,7 @@ class Matrix:
             bits = values.view(np.uint32)
             if not np.any(bits & np.uint32(0xFFFF)):
                 values = (bits >> np.uint32(16)).astype(np.uint16)
-            stored = values.copy() if transposed_products else np.ascontiguousarray(values.T)
+            stored = pack_panels(values if transposed_products else values.T)
             return cls(rows, columns, stored=stored, transposed_products=transposed_products)
         return cls.csr(tensor)
 
@@ -103,18 +103,25 @@ class Matrix:
         return self.stored is not None and self.stored.dtype == np.uint16
 
     @property
+    def product_rows(self) -> int:
+        """The rows of the products `stored` gives (the rows its panels hold, unpadded)."""
+        return self.columns if self.transposed_products else self.rows
+
+    @property
     def dense(self) -> np.ndarray | None:
-        """The dense values as float32 [rows, columns] (a view of `stored`; widened, a
-        copy, where it holds bfloat16 bits), or None for CSR."""
+        """The dense values as float32 [rows, columns] (a copy; widened where `stored` holds
+        bfloat16 bits), or None for CSR."""
         if self.stored is None:
             return None
-        values = widen_bf16(self.stored) if self.bf16 else self.stored
-        return values if self.transposed_products else values.T
+        operand = unpack_panels(self.stored, self.product_rows)
+        values = widen_bf16(operand) if self.bf16 else operand
+        return values if self.transposed_products else np.ascontiguousarray(values.T)
 
     def columns_of(self, ids: np.ndarray) -> np.ndarray:
-        """float32 `stored[:, ids]` (the embedding's columns for some tokens)."""
-        picked = self.stored[:, ids]
-        return widen_bf16(picked) if self.bf16 else np.ascontiguousarray(picked)
+        """float32 columns `ids` of the stored operand, [inner, len(ids)] (the embedding's
+        columns for some tokens)."""
+        picked = np.ascontiguousarray(self.stored[ids // PANEL_ROWS, :, ids % PANEL_ROWS].T)
+        return widen_bf16(picked) if self.bf16 else picked
 
     @property
     def nonzeros(self) -> int:

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from qwengpu.engine import SparseEngine
+from qwengpu.engine.engine import Workers
 from qwengpu.engine.weights import DeltaNetMixer, read_weights
 from random_checkpoints import TOLERANCE, as_multimodal, engine_logits, prompt_of, \
     random_model, save, stock_generate, stock_logits
@@ -87,6 +88,13 @@ def test_rows_of_a_batch_are_independent(random_dir):
     batch = engine.forward(state_batch, step, range(5), range(5), logits=True)
     single = engine.forward(state_alone, step[2:3], [0], [0], logits=True)
     assert np.array_equal(batch[:, 2], single[:, 0])
+    workers, state_shared = Workers(3), engine.new_state(5)
+    for row, prompt in enumerate(prompts):
+        engine.forward(state_shared, prompt, [row] * len(prompt), [], workers=workers)
+    shared = engine.forward(state_shared, step, range(5), range(5), logits=True,
+                            workers=workers)               # panels and rows over 3 threads
+    workers.shutdown()
+    assert np.array_equal(shared, batch)
 
 
 def test_zero_heads_and_units_are_skipped_exactly(tmp_path):

@@ -48,6 +48,28 @@ def test_a_sparse_deltanet_checkpoint_is_fused(sparse_dir):
     assert SparseEngine.load(sparse_dir, fuse=False).fused is None
 
 
+def test_a_run_of_sparse_layers_before_dense_ones_is_fused(tmp_path):
+    """Sparse layers in front of a dense one (a spliced checkpoint's shape): the run is one
+    fused span, the dense layer runs in the loop; the logits are the loop's to the bit and
+    the ids, in a batch of rows on one and on two threads, stock generate()'s."""
+    model = sparse_model(6)
+    with torch.no_grad():                     # the last layer's MLP dense again
+        for parameter in model.model.layers[3].mlp.parameters():
+            parameter.copy_(torch.randn(parameter.shape,
+                                        generator=torch.Generator().manual_seed(7)) * 0.05)
+    directory = save(model, tmp_path / "sparse_then_dense")
+    engine = SparseEngine.load(directory)
+    assert [(span.first, span.last, span.fused is not None) for span in engine.spans] == \
+        [(0, 3, True), (3, 4, False)] and engine.fused is None
+    ids = prompt_of(10, 20)
+    loop = engine_logits(SparseEngine.load(directory, fuse=False), ids, 4)
+    assert np.array_equal(bits(engine_logits(engine, ids, 4)), bits(loop))
+    prompts = [prompt_of(11, 6), prompt_of(12, 9), prompt_of(13, 4)]
+    want = [stock_generate(model, prompt, 20) for prompt in prompts]
+    assert engine.generate(prompts, 20) == want
+    assert engine.generate(prompts, 20, threads=2) == want
+
+
 @pytest.mark.parametrize("chunk", [None, 1, 5])
 def test_fused_logits_are_the_loops_to_the_bit(sparse_dir, chunk):
     weights = read_weights(sparse_dir)

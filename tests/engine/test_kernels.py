@@ -94,6 +94,31 @@ def test_a_dense_product_takes_the_csr_sums(columns):
     assert np.array_equal(matmul(dense, x), matmul(csr, x))
 
 
+@pytest.mark.parametrize("columns", [1, 9, 15, 16])
+def test_a_dense_product_over_long_runs_takes_the_csr_sums(columns):
+    """1,029 inner: two runs of `PANEL_TERMS` and a short one, then one term alone; eight
+    columns a pass and what is left after the eights."""
+    weight = random_sparse(300, 1029, 0.9, 21)
+    dense, csr = Matrix.of(torch.from_numpy(weight)), Matrix.csr(torch.from_numpy(weight))
+    x = np.random.default_rng(22).standard_normal((1029, columns)).astype(np.float32)
+    assert np.array_equal(matmul(dense, x), matmul(csr, x))
+
+
+def test_panels_hold_the_operand_and_split_over_threads():
+    """`pack_panels` then `unpack_panels` is the operand; `dense_panels` over two ranges of
+    panels (two threads' shares) writes what `dense_product` writes."""
+    operand = np.random.default_rng(23).standard_normal((37, 300)).astype(np.float32)
+    packed = kernels.pack_panels(operand)
+    assert packed.shape == (3, 37, kernels.PANEL_ROWS) and not packed[2, :, 300 - 256:].any()
+    assert np.array_equal(kernels.unpack_panels(packed, 300), operand)
+    x = np.random.default_rng(24).standard_normal((37, 5)).astype(np.float32)
+    whole, halves = np.empty((300, 5), np.float32), np.empty((300, 5), np.float32)
+    kernels.dense_product(packed, x, whole)
+    kernels.dense_panels(packed, x, halves, 0, 1)
+    kernels.dense_panels(packed, x, halves, 1, 3)
+    assert np.array_equal(whole, halves)
+
+
 def bf16_weights(rows: int, columns: int, seed: int) -> torch.Tensor:
     """Random bfloat16 weights, every special value among them."""
     rng = np.random.default_rng(seed)
@@ -114,7 +139,7 @@ def test_bf16_weights_are_held_in_16_bits_and_take_the_same_sums(columns):
     assert halves.bf16 and halves.stored.dtype == np.uint16 and csr.data.dtype == np.float32
     widened = weight.to(torch.float32).numpy()
     assert np.array_equal(halves.dense.view(np.uint32), widened.view(np.uint32))
-    assert halves.nbytes == 700 * 45 * 2 and halves.nonzeros == csr.nonzeros
+    assert halves.nbytes == 768 * 45 * 2 and halves.nonzeros == csr.nonzeros   # 6 panels
     x = np.random.default_rng(13).standard_normal((45, columns)).astype(np.float32)
     got, want = matmul(halves, x), matmul(csr, x)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
