@@ -193,23 +193,60 @@ def attention_columns(projected, slots, positions, kv_of_head, kv_heads, head_di
             _norm_and_rotate(projected[base:base + head_dim, column], q_scale, eps, cos, sin,
                              half, rotary, query)
             kv = kv_of_head[head]
+            _dot_products(query, keys[slot, kv], count, scores)
             largest = -np.inf
             for t in range(count):
-                total = np.float32(0.0)
-                for i in range(head_dim):
-                    total += query[i] * keys[slot, kv, t, i]
-                scores[t] = total * scaling
+                scores[t] = scores[t] * scaling
                 largest = max(largest, scores[t])
             norm = np.float32(0.0)
             for t in range(count):
                 scores[t] = math.exp(scores[t] - largest)
                 norm += scores[t]
+            for t in range(count):
+                scores[t] = scores[t] / norm
+            # the values' sums, t ascending for every i (the loops the other way round
+            # from one i at a time: the same sums, each term added in the same order)
+            totals = out[head * head_dim:(head + 1) * head_dim, column]
+            reads = np.zeros(head_dim, dtype=np.float32)
+            for t in range(count):
+                weight, row = scores[t], values[slot, kv, t]
+                for i in range(head_dim):
+                    reads[i] += weight * row[i]
             for i in range(head_dim):
-                total = np.float32(0.0)
-                for t in range(count):
-                    total += (scores[t] / norm) * values[slot, kv, t, i]
-                gate = projected[base + gate_base + i, column]
-                out[head * head_dim + i, column] = total * sigmoid(gate)
+                totals[i] = reads[i] * sigmoid(projected[base + gate_base + i, column])
+
+
+@njit(cache=True, nogil=True)
+def _dot_products(query, keys, count, scores):
+    """scores[t] = the sum over i ascending of query[i] * keys[t, i], for t below count:
+    eight keys at a time, eight running sums side by side (each still one term after the
+    other), so that they do not wait on each other."""
+    dims = query.shape[0]
+    t = 0
+    while t + 8 <= count:
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = np.float32(0.0)
+        k0, k1, k2, k3 = keys[t], keys[t + 1], keys[t + 2], keys[t + 3]
+        k4, k5, k6, k7 = keys[t + 4], keys[t + 5], keys[t + 6], keys[t + 7]
+        for i in range(dims):
+            q = query[i]
+            s0 += q * k0[i]
+            s1 += q * k1[i]
+            s2 += q * k2[i]
+            s3 += q * k3[i]
+            s4 += q * k4[i]
+            s5 += q * k5[i]
+            s6 += q * k6[i]
+            s7 += q * k7[i]
+        scores[t], scores[t + 1], scores[t + 2], scores[t + 3] = s0, s1, s2, s3
+        scores[t + 4], scores[t + 5], scores[t + 6], scores[t + 7] = s4, s5, s6, s7
+        t += 8
+    while t < count:
+        total = np.float32(0.0)
+        row = keys[t]
+        for i in range(dims):
+            total += query[i] * row[i]
+        scores[t] = total
+        t += 1
 
 
 @njit(cache=True, nogil=True)
