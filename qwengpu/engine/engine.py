@@ -192,7 +192,21 @@ class SparseEngine:
         return cls(read_weights(directory), fuse)
 
     def new_state(self, rows: int) -> State:
-        return State(self.weights, rows)
+        state = State(self.weights, rows)
+        for span in self.spans:                  # made here, not by threads racing to it
+            self._fused_lists(state, span)
+        return state
+
+    @staticmethod
+    def _fused_lists(state: State, span: Span) -> tuple | None:
+        """The state of a fused span's layers as it reads it (made on first use)."""
+        if span.fused is None:
+            return None
+        lists = state.fused_lists.get(span.first)
+        if lists is None:
+            lists = state.fused_lists[span.first] = span.fused.state_lists(state.conv,
+                                                                           state.memory)
+        return lists
 
     def reserve(self, state: State, positions: int) -> None:
         """Room for `positions` tokens a row in `state`'s caches and the rotary tables."""
@@ -266,11 +280,7 @@ class SparseEngine:
         """The span's layers on x ([hidden, columns], updated in place)."""
         weights = self.weights
         if span.fused is not None:
-            lists = state.fused_lists.get(span.first)
-            if lists is None:
-                lists = state.fused_lists[span.first] = span.fused.state_lists(state.conv,
-                                                                               state.memory)
-            span.fused.run(x, slots, FLOAT(weights.eps), lists)
+            span.fused.run(x, slots, FLOAT(weights.eps), self._fused_lists(state, span))
             return
         normed = np.empty_like(x)
         for index in range(span.first, span.last):
