@@ -4,8 +4,8 @@
                                 [--matrices 8]
 
 A spliced checkpoint's base layers, embedding and `lm_head` are dense; the engine multiplies
-them with `kernels.dense_product`: the weight kept transposed in panels of 128 rows
-(`kernels.pack_panels`), a panel's running sums held while its weights stream past, eight
+them with `dense_kernels.dense_product`: the weight kept transposed in panels of 128 rows
+(`dense_kernels.pack_panels`), a panel's running sums held while its weights stream past, eight
 columns a pass two terms at a time (four, two or one column four terms at a time for what
 is left), float32 weights or bfloat16 ones held as 16 bits and widened in the product.
 The baseline is the kernel before it (`blocks_of_rows` below: the weight transposed but not
@@ -37,11 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from qwengpu.engine.kernels import dense_panels, weight_value  # noqa: E402
+from qwengpu.engine.dense_kernels import dense_panels, weight_value  # noqa: E402
 from qwengpu.engine.weights import Matrix  # noqa: E402
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)                 # not cached: it compiles the engine's kernels into itself
 def blocks_of_rows(operand, x, out):
     """The engine's dense product before panels: `operand` [inner, rows] (transposed, one
     run of weights a k), the running sums of a block of rows (8,192 floats, at least 512
@@ -89,7 +89,7 @@ def blocks_of_rows(operand, x, out):
                 out[start + r, column] = sums[column, r]
 
 
-@njit(cache=True, nogil=True)
+@njit(nogil=True)                 # not cached: it compiles the engine's kernels into itself
 def passes_in_cache(panels, x, out, passes):
     """`dense_product`'s passes again and again on one panel of 64 terms (operands in the
     first-level cache): the rate its arithmetic allows."""

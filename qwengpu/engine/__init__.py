@@ -4,8 +4,8 @@
 zero); `kernels` holds the decoder's arithmetic as compiled loops; `engine` runs the forward
 pass and greedy decoding for a batch of independent rows.  docs/engine.md says what it
 computes, what it skips and why that is exact, and how it is held to stock transformers.
-`mixer_kernels` holds the mixers (the delta rule, attention), `fused` the layers in one
-compiled call; `numba_cache` keeps the kernels' on-disk cache true to their source.
+`mixer_kernels` holds the mixers (the delta rule, attention), `dense_kernels` the products
+of dense matrices kept in panels, `fused` runs of sparse layers in one compiled call; `numba_cache` keeps the kernels' on-disk cache true to their source.
 """
 
 from qwengpu.engine.numba_cache import drop_stale_cache

@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from qwengpu.engine import kernels, mixer_kernels
+from qwengpu.engine import dense_kernels, kernels, mixer_kernels
 from qwengpu.engine.fused import FusedLayers, fusable
 from qwengpu.engine.weights import AttentionMixer, DeltaNetMixer, Layer, Matrix, Mlp, \
     Weights, read_weights, rotary_tables
@@ -63,13 +63,13 @@ class Workers:
 
 def dense_into(panels: np.ndarray, x: np.ndarray, out: np.ndarray,
                workers: Workers | None = None) -> None:
-    """out = the dense product of `panels` (`kernels.dense_product`), the panels shared out
+    """out = the dense product of `panels` (`dense_kernels.dense_product`), the panels shared out
     over the workers' threads: each output row is summed by one thread, as it would be
     alone."""
     if workers is None:
-        kernels.dense_product(panels, x, out)
+        dense_kernels.dense_product(panels, x, out)
         return
-    workers.map(lambda part: kernels.dense_panels(panels, x, out, *part),
+    workers.map(lambda part: dense_kernels.dense_panels(panels, x, out, *part),
                 workers.parts(panels.shape[0]))
 
 

@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from qwengpu.engine.kernels import PANEL_ROWS, pack_panels, twin_rows, unpack_panels
+from qwengpu.engine.dense_kernels import PANEL_ROWS, pack_panels, unpack_panels
+from qwengpu.engine.kernels import twin_rows
 from qwengpu.errors import UserError
 
 DENSE_ABOVE = 0.25           # a matrix with more nonzeros than this fraction is kept dense
@@ -55,7 +56,7 @@ class Matrix:
     CSR `indptr` is int64, `indices` int32 (the kernels read them as uint32: no index is
     negative), `data` float32.
 
-    A dense matrix is `stored` in the panels its products read (`kernels.pack_panels`:
+    A dense matrix is `stored` in the panels its products read (`dense_kernels.pack_panels`:
     [panels, inner, PANEL_ROWS], a panel's weights one contiguous run the sums of its rows
     advance along): of its transpose, [columns, rows], for `matrix @ x`; of itself, [rows,
     columns], where `transposed_products` says the engine multiplies by the matrix's

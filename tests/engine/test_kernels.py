@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from qwengpu.engine import kernels
+from qwengpu.engine import dense_kernels, kernels
 from qwengpu.engine.engine import matmul
 from qwengpu.engine.weights import Matrix
 
@@ -108,14 +108,15 @@ def test_panels_hold_the_operand_and_split_over_threads():
     """`pack_panels` then `unpack_panels` is the operand; `dense_panels` over two ranges of
     panels (two threads' shares) writes what `dense_product` writes."""
     operand = np.random.default_rng(23).standard_normal((37, 300)).astype(np.float32)
-    packed = kernels.pack_panels(operand)
-    assert packed.shape == (3, 37, kernels.PANEL_ROWS) and not packed[2, :, 300 - 256:].any()
-    assert np.array_equal(kernels.unpack_panels(packed, 300), operand)
+    packed = dense_kernels.pack_panels(operand)
+    assert packed.shape == (3, 37, dense_kernels.PANEL_ROWS)
+    assert not packed[2, :, 300 - 256:].any()
+    assert np.array_equal(dense_kernels.unpack_panels(packed, 300), operand)
     x = np.random.default_rng(24).standard_normal((37, 5)).astype(np.float32)
     whole, halves = np.empty((300, 5), np.float32), np.empty((300, 5), np.float32)
-    kernels.dense_product(packed, x, whole)
-    kernels.dense_panels(packed, x, halves, 0, 1)
-    kernels.dense_panels(packed, x, halves, 1, 3)
+    dense_kernels.dense_product(packed, x, whole)
+    dense_kernels.dense_panels(packed, x, halves, 0, 1)
+    dense_kernels.dense_panels(packed, x, halves, 1, 3)
     assert np.array_equal(whole, halves)
 
 
@@ -170,7 +171,7 @@ def test_a_dense_transposed_product_takes_the_scatter_sums(columns):
         want = np.zeros((530, columns), dtype=np.float32)
         kernels.csr_scatter_add(csr.indptr, csr.indices, csr.data, x, want)
         got = np.empty((530, columns), dtype=np.float32)
-        kernels.dense_product(dense.stored, x, got)
+        dense_kernels.dense_product(dense.stored, x, got)
         assert np.array_equal(got, want)
 
 
