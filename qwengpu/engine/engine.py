@@ -289,18 +289,7 @@ class SparseEngine:
             if mixer is not None:
                 kernels.rms_norm(x, layer.input_scale, FLOAT(weights.eps), normed)
                 projected = matmul(mixer.projection, normed, workers)
-                if by_rows is None:
-                    out = self._mixer(state, index, projected, slots, positions)
-                else:
-                    out = np.empty((self._mixer_outputs(mixer), x.shape[1]), dtype=FLOAT)
-
-                    def mix(part: tuple[int, int], index=index, projected=projected, out=out):
-                        start, stop = part
-                        out[:, start:stop] = self._mixer(
-                            state, index, np.ascontiguousarray(projected[:, start:stop]),
-                            slots[start:stop], positions[start:stop])
-
-                    by_rows.map(mix, by_rows.parts(x.shape[1]))
+                out = self._mixer(state, index, projected, slots, positions, by_rows)
                 matmul_add(mixer.out_proj, out, x, workers)
             if mlp is not None:
                 kernels.rms_norm(x, layer.post_scale, FLOAT(weights.eps), normed)
@@ -313,11 +302,21 @@ class SparseEngine:
         return len(mixer.query_heads) * mixer.head_dim
 
     def _mixer(self, state: State, index: int, projected: np.ndarray, slots: np.ndarray,
-               positions: np.ndarray) -> np.ndarray:
-        """Layer `index`'s mixer between its projections: its output for each column."""
+               positions: np.ndarray, by_rows: Workers | None = None) -> np.ndarray:
+        """Layer `index`'s mixer between its projections: its output for each column (with
+        `by_rows`, each thread's share of the columns, each a row of its own)."""
         weights = self.weights
         mixer = weights.layers[index].mixer
         out = np.empty((self._mixer_outputs(mixer), projected.shape[1]), dtype=FLOAT)
+        if by_rows is not None:
+            def share(part: tuple[int, int]) -> None:
+                start, stop = part
+                out[:, start:stop] = self._mixer(
+                    state, index, np.ascontiguousarray(projected[:, start:stop]),
+                    slots[start:stop], positions[start:stop])
+
+            by_rows.map(share, by_rows.parts(projected.shape[1]))
+            return out
         if isinstance(mixer, DeltaNetMixer):
             mixer_kernels.deltanet_columns(
                 projected, slots, mixer.conv_channel, mixer.conv_weight, state.conv[index],

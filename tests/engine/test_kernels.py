@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from qwengpu.engine import dense_kernels, kernels
+from qwengpu.engine import dense_kernels, kernels, mixer_kernels
 from qwengpu.engine.engine import matmul
 from qwengpu.engine.weights import Matrix
 
@@ -78,7 +78,7 @@ def test_products_do_not_depend_on_the_other_columns(density):
     x = np.random.default_rng(2).standard_normal((40, 9)).astype(np.float32)
     alone = np.stack([matmul(matrix, np.ascontiguousarray(x[:, [c]]))[:, 0]
                       for c in range(9)], axis=1)
-    for count in (1, 2, 3, 9):
+    for count in (1, 2, 3, 4, 6, 9):          # one at a time; fours; eights and one
         assert np.array_equal(matmul(matrix, np.ascontiguousarray(x[:, :count])),
                               alone[:, :count]), count
     np.testing.assert_allclose(alone, weight @ x, rtol=1e-5, atol=1e-5)
@@ -235,12 +235,13 @@ def test_twins_sum_each_row_in_its_own_order(columns):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
-def test_the_mlp_of_a_column_does_not_depend_on_the_other_columns():
-    """Eight columns at once (the loops over columns, twins summed in one pass, a unit live
-    in some columns and dead in others) give each column's result alone (`_mlp_add_column`)
-    to the bit."""
+@pytest.mark.parametrize("columns", [5, 8, 13])
+def test_the_mlp_of_a_column_does_not_depend_on_the_other_columns(columns):
+    """Several columns at once (the loops over columns: eight, four and one at a time, twins
+    summed in one pass, a unit live in some columns and dead in others) give each column's
+    result alone (`_mlp_add_column`) to the bit."""
     rng = np.random.default_rng(33)
-    hidden, pairs, columns = 40, 30, 8
+    hidden, pairs = 40, 30
     shared = random_sparse(pairs, hidden, 0.3, 12)
     gate = np.repeat(shared, 2, axis=0)
     gate[1::2] *= -1.5
@@ -273,3 +274,20 @@ def test_rms_norm_and_argmax():
     chosen = np.empty(2, dtype=np.int64)
     kernels.argmax_columns(logits, chosen)
     assert chosen.tolist() == torch.from_numpy(logits).argmax(0).tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("count", [0, 3, 8, 19])
+def test_attention_scores_are_sums_left_to_right(count):
+    """`mixer_kernels._dot_products` (eight keys side by side) gives each score as the sum
+    of query[i] * key[i] taken one term after the other in float32, to the bit."""
+    rng = np.random.default_rng(40 + count)
+    query = rng.standard_normal(37).astype(np.float32)
+    keys = rng.standard_normal((24, 37)).astype(np.float32)
+    got = np.full(24, np.nan, dtype=np.float32)
+    mixer_kernels._dot_products(query, keys, count, got)
+    for t in range(count):
+        total = np.float32(0.0)
+        for i in range(37):
+            total = np.float32(total + np.float32(query[i] * keys[t, i]))
+        assert got[t].view(np.uint32) == total.view(np.uint32), t
+    assert np.isnan(got[count:]).all()
