@@ -4,21 +4,21 @@
                                 [--matrices 8]
 
 A spliced checkpoint's base layers, embedding and `lm_head` are dense; the engine multiplies
-them with `dense_kernels.dense_product`: the weight kept transposed in panels of 128 rows
-(`dense_kernels.pack_panels`), a panel's running sums held while its weights stream past, eight
-columns a pass two terms at a time (four, two or one column four terms at a time for what
-is left), float32 weights or bfloat16 ones held as 16 bits and widened in the product.
-The baseline is the kernel before it (`blocks_of_rows` below: the weight transposed but not
-in panels, the sums of a block of rows, four terms and four columns a pass, the same sums),
-on the same bfloat16 weights; `torch.mm` (BLAS, one thread, float32; its sums are blocked,
-so they are not the engine's) is given for scale.  Each product runs over `--matrices`
-different matrices in turn (default 8: 200 MB of bfloat16s at the default size, more than
-the last-level cache holds, as a model's layers are), and the figure is the best of five
-such rounds, per product, in one process, the kernels taking turns round after round (the
-machine's load moves by 20 to 40% in a minute); the engine's results are checked equal to the
-baseline's to the bit.  The last columns are multiply-adds a second, and those of the inner
-steps on one panel of 64 terms whose operands stay in the first-level cache: the rate the
-kernel's arithmetic allows when memory never waits.  Threads: one
+them with `dense_kernels.dense_product`: the weight kept transposed in panels of 16 rows
+(`dense_kernels.pack_panels`), a panel's running sums held in vector registers while its
+weights stream past (`register_blocks`: eight columns a block, then four, two or one),
+float32 weights or bfloat16 ones held as 16 bits and widened in the product.  The baseline
+is the kernel before it (`panels_of_128` below, commit 36dd803: panels of 128 rows whose
+running sums stay in the first-level cache, eight columns a pass two terms at a time, the
+same sums), on the same bfloat16 weights; `torch.mm` (BLAS, one thread, float32; its sums
+are blocked, so they are not the engine's) is given for scale.  Each product runs over
+`--matrices` different matrices in turn (default 8: 200 MB of bfloat16s at the default
+size, more than the last-level cache holds, as a model's layers are), and the figure is the
+best of five such rounds, per product, in one process, the kernels taking turns round after
+round (the machine's load moves by 20 to 40% in a minute); the engine's results are checked
+equal to the baseline's to the bit.  The last columns are multiply-adds a second, and those
+of the engine's blocks on one panel of 1,024 terms whose operands stay in the first-level
+cache: the rate the kernel's arithmetic allows when memory never waits.  Threads: one
 (`torch.set_num_threads(1)`; the numba kernels run on the calling thread).
 """
 
@@ -31,67 +31,154 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from qwengpu.engine.dense_kernels import dense_panels, weight_value  # noqa: E402
+from qwengpu.engine.dense_kernels import PANEL_ROWS, dense_panels, pack_panels  # noqa: E402
 from qwengpu.engine.weights import Matrix  # noqa: E402
 
 
-@njit(nogil=True)                 # not cached: it compiles the engine's kernels into itself
-def blocks_of_rows(operand, x, out):
-    """The engine's dense product before panels: `operand` [inner, rows] (transposed, one
-    run of weights a k), the running sums of a block of rows (8,192 floats, at least 512
-    rows), four terms a pass, four columns a pass where there are four, then one at a time."""
-    inner, rows = operand.shape
-    columns = x.shape[1]
-    block = max(8192 // max(columns, 1), 512)
-    sums = np.empty((columns, block), dtype=np.float32)
+# the baseline's panels: 128 rows, and the terms a group of columns takes before moving on
+ROWS_OF_128, TERMS_OF_128 = 128, 512
+
+
+@intrinsic
+def weight_value(typingctx, weight):
+    """A dense weight as float32: itself, or bfloat16 bits (uint16) moved up 16 places and
+    read as a float32, exactly (an LLVM zero-extend, shift and bitcast, which vectorise)."""
+    if weight == types.float32:
+        return types.float32(weight), lambda context, builder, signature, args: args[0]
+    if weight != types.uint16:
+        return None
+
+    def widen(context, builder, signature, args):
+        word = builder.zext(args[0], ir.IntType(32))
+        return builder.bitcast(builder.shl(word, ir.Constant(ir.IntType(32), 16)),
+                               ir.FloatType())
+
+    return types.float32(weight), widen
+
+
+
+@njit(nogil=True)
+def panels_of_128(panels, x, out, first, last):
+    """The engine's dense product before register blocks (commit 36dd803): panels of 128
+    rows, whose running sums (in the first-level cache) a pass of eight columns two terms
+    at a time, then four, two or one column four terms at a time, advance along."""
+    inner, width = panels.shape[1], panels.shape[2]
+    rows, columns = out.shape[0], x.shape[1]
+    sums = np.empty((columns, width), dtype=np.float32)
     whole = inner - inner % 4
-    for start in range(0, rows, block):
-        stop = min(rows, start + block)
-        sums[:, :stop - start] = 0.0
-        for k in range(0, whole, 4):
-            w0, w1 = operand[k, start:stop], operand[k + 1, start:stop]
-            w2, w3 = operand[k + 2, start:stop], operand[k + 3, start:stop]
-            c = 0
-            while c + 4 <= columns:
-                t0, t1, t2, t3 = sums[c], sums[c + 1], sums[c + 2], sums[c + 3]
-                a0, a1, a2, a3 = x[k, c], x[k + 1, c], x[k + 2, c], x[k + 3, c]
-                b0, b1, b2, b3 = x[k, c + 1], x[k + 1, c + 1], x[k + 2, c + 1], x[k + 3, c + 1]
-                d0, d1, d2, d3 = x[k, c + 2], x[k + 1, c + 2], x[k + 2, c + 2], x[k + 3, c + 2]
-                e0, e1, e2, e3 = x[k, c + 3], x[k + 1, c + 3], x[k + 2, c + 3], x[k + 3, c + 3]
-                for r in range(stop - start):
-                    p, q = weight_value(w0[r]), weight_value(w1[r])
-                    s, u = weight_value(w2[r]), weight_value(w3[r])
-                    t0[r] = (((t0[r] + p * a0) + q * a1) + s * a2) + u * a3
-                    t1[r] = (((t1[r] + p * b0) + q * b1) + s * b2) + u * b3
-                    t2[r] = (((t2[r] + p * d0) + q * d1) + s * d2) + u * d3
-                    t3[r] = (((t3[r] + p * e0) + q * e1) + s * e2) + u * e3
-                c += 4
-            for column in range(c, columns):
-                v0, v1, v2, v3 = x[k, column], x[k + 1, column], x[k + 2, column], \
-                    x[k + 3, column]
-                target = sums[column]
-                for r in range(stop - start):
-                    target[r] = (((target[r] + weight_value(w0[r]) * v0)
-                                  + weight_value(w1[r]) * v1) + weight_value(w2[r]) * v2) \
-                        + weight_value(w3[r]) * v3
+    for p in range(first, last):
+        panel = panels[p]
+        sums[:, :] = 0.0
+        for start in range(0, whole, TERMS_OF_128):
+            stop = min(whole, start + TERMS_OF_128)
+            column = 0
+            while column + 8 <= columns:
+                _eight_columns_two_terms(sums, panel, x, start, stop, column)
+                column += 8
+            if column + 4 <= columns:
+                _four_columns_four_terms(sums, panel, x, start, stop, column)
+                column += 4
+            if column + 2 <= columns:
+                _two_columns_four_terms(sums, panel, x, start, stop, column)
+                column += 2
+            if column < columns:
+                _one_column_four_terms(sums[column], panel, x[:, column], start, stop)
         for k in range(whole, inner):
-            for column in range(columns):
-                for r in range(stop - start):
-                    sums[column, r] += weight_value(operand[k, start + r]) * x[k, column]
-        for r in range(stop - start):
-            for column in range(columns):
-                out[start + r, column] = sums[column, r]
+            _add_one_term(sums, panel[k], x, k)
+        base = p * width
+        for r in range(min(width, rows - base)):
+            for c in range(columns):
+                out[base + r, c] = sums[c, r]
+
+
+@njit(nogil=True)
+def _eight_columns_two_terms(sums, panel, x, start, stop, c):
+    """sums[c + j, r] += panel[k, r] x[k, c + j], then the term of k + 1, for the eight
+    columns from c and k from start to stop (pairs): each weight loaded once for the eight,
+    which more terms a pass would not leave registers for."""
+    t0, t1, t2, t3 = sums[c], sums[c + 1], sums[c + 2], sums[c + 3]
+    t4, t5, t6, t7 = sums[c + 4], sums[c + 5], sums[c + 6], sums[c + 7]
+    for k in range(start, stop, 2):
+        w0, w1 = panel[k], panel[k + 1]
+        a0, a1, b0, b1 = x[k, c], x[k + 1, c], x[k, c + 1], x[k + 1, c + 1]
+        d0, d1, e0, e1 = x[k, c + 2], x[k + 1, c + 2], x[k, c + 3], x[k + 1, c + 3]
+        f0, f1, g0, g1 = x[k, c + 4], x[k + 1, c + 4], x[k, c + 5], x[k + 1, c + 5]
+        h0, h1, i0, i1 = x[k, c + 6], x[k + 1, c + 6], x[k, c + 7], x[k + 1, c + 7]
+        for r in range(w0.shape[0]):
+            p, q = weight_value(w0[r]), weight_value(w1[r])
+            t0[r] = (t0[r] + p * a0) + q * a1
+            t1[r] = (t1[r] + p * b0) + q * b1
+            t2[r] = (t2[r] + p * d0) + q * d1
+            t3[r] = (t3[r] + p * e0) + q * e1
+            t4[r] = (t4[r] + p * f0) + q * f1
+            t5[r] = (t5[r] + p * g0) + q * g1
+            t6[r] = (t6[r] + p * h0) + q * h1
+            t7[r] = (t7[r] + p * i0) + q * i1
+
+
+@njit(nogil=True)
+def _four_columns_four_terms(sums, panel, x, start, stop, c):
+    t0, t1, t2, t3 = sums[c], sums[c + 1], sums[c + 2], sums[c + 3]
+    for k in range(start, stop, 4):
+        w0, w1, w2, w3 = panel[k], panel[k + 1], panel[k + 2], panel[k + 3]
+        a0, a1, a2, a3 = x[k, c], x[k + 1, c], x[k + 2, c], x[k + 3, c]
+        b0, b1, b2, b3 = x[k, c + 1], x[k + 1, c + 1], x[k + 2, c + 1], x[k + 3, c + 1]
+        d0, d1, d2, d3 = x[k, c + 2], x[k + 1, c + 2], x[k + 2, c + 2], x[k + 3, c + 2]
+        e0, e1, e2, e3 = x[k, c + 3], x[k + 1, c + 3], x[k + 2, c + 3], x[k + 3, c + 3]
+        for r in range(w0.shape[0]):
+            p, q = weight_value(w0[r]), weight_value(w1[r])
+            s, u = weight_value(w2[r]), weight_value(w3[r])
+            t0[r] = (((t0[r] + p * a0) + q * a1) + s * a2) + u * a3
+            t1[r] = (((t1[r] + p * b0) + q * b1) + s * b2) + u * b3
+            t2[r] = (((t2[r] + p * d0) + q * d1) + s * d2) + u * d3
+            t3[r] = (((t3[r] + p * e0) + q * e1) + s * e2) + u * e3
+
+
+@njit(nogil=True)
+def _two_columns_four_terms(sums, panel, x, start, stop, c):
+    t0, t1 = sums[c], sums[c + 1]
+    for k in range(start, stop, 4):
+        w0, w1, w2, w3 = panel[k], panel[k + 1], panel[k + 2], panel[k + 3]
+        a0, a1, a2, a3 = x[k, c], x[k + 1, c], x[k + 2, c], x[k + 3, c]
+        b0, b1, b2, b3 = x[k, c + 1], x[k + 1, c + 1], x[k + 2, c + 1], x[k + 3, c + 1]
+        for r in range(w0.shape[0]):
+            p, q = weight_value(w0[r]), weight_value(w1[r])
+            s, u = weight_value(w2[r]), weight_value(w3[r])
+            t0[r] = (((t0[r] + p * a0) + q * a1) + s * a2) + u * a3
+            t1[r] = (((t1[r] + p * b0) + q * b1) + s * b2) + u * b3
+
+
+@njit(nogil=True)
+def _one_column_four_terms(target, panel, values, start, stop):
+    for k in range(start, stop, 4):
+        w0, w1, w2, w3 = panel[k], panel[k + 1], panel[k + 2], panel[k + 3]
+        v0, v1, v2, v3 = values[k], values[k + 1], values[k + 2], values[k + 3]
+        for r in range(w0.shape[0]):
+            target[r] = (((target[r] + weight_value(w0[r]) * v0) + weight_value(w1[r]) * v1)
+                         + weight_value(w2[r]) * v2) + weight_value(w3[r]) * v3
+
+
+@njit(nogil=True)
+def _add_one_term(sums, weights, x, k):
+    """sums[c, r] += weights[r] x[k, c] for every column c."""
+    for column in range(x.shape[1]):
+        value = x[k, column]
+        target = sums[column]
+        for r in range(weights.shape[0]):
+            target[r] += weight_value(weights[r]) * value
 
 
 @njit(nogil=True)                 # not cached: it compiles the engine's kernels into itself
 def passes_in_cache(panels, x, out, passes):
-    """`dense_product`'s passes again and again on one panel of 64 terms (operands in the
+    """`dense_product` again and again on one panel of 1,024 terms (operands in the
     first-level cache): the rate its arithmetic allows."""
     for _ in range(passes):
         dense_panels(panels, x, out, 0, 1)
@@ -99,12 +186,12 @@ def passes_in_cache(panels, x, out, passes):
 
 def in_cache_rate(columns: int) -> float:
     """Multiply-adds a second of `dense_product`'s passes with nothing to wait for."""
-    panels = np.full((1, 64, 128), 0x3A83, dtype=np.uint16)           # 1e-3 as bfloat16
-    x = np.ones((64, columns), dtype=np.float32)
-    out = np.empty((128, columns), dtype=np.float32)
+    panels = np.full((1, 1024, PANEL_ROWS), 0x3A83, dtype=np.uint16)     # 1e-3 as bfloat16
+    x = np.ones((1024, columns), dtype=np.float32)
+    out = np.empty((PANEL_ROWS, columns), dtype=np.float32)
     passes = 20_000
     seconds = best_of(lambda: passes_in_cache(panels, x, out, passes))
-    return passes * 64 * 128 * columns / seconds
+    return passes * 1024 * PANEL_ROWS * columns / seconds
 
 
 def best_of(work, runs: int = 5) -> float:
@@ -134,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     for matrix in full:                                   # kept float32, not 16 bits
         matrix.stored = matrix.stored.view(np.uint16).astype(np.uint32) << 16
         matrix.stored = matrix.stored.view(np.float32)
-    transposed = [np.ascontiguousarray(matrix.dense.T.view(np.uint32) >> 16)
-                  .astype(np.uint16) for matrix in halves]
+    in_128s = [pack_panels((matrix.dense.T.view(np.uint32) >> 16).astype(np.uint16),
+                           ROWS_OF_128) for matrix in halves]
     floats = [weight.to(torch.float32) for weight in weights]
     assert all(m.bf16 for m in halves) and not any(m.bf16 for m in full)
     count = args.matrices
@@ -152,10 +239,13 @@ def main(argv: list[str] | None = None) -> int:
         def panels(stored, x, out):
             dense_panels(stored, x, out, 0, stored.shape[0])
 
+        def before_panels(stored, x, out):
+            panels_of_128(stored, x, out, 0, stored.shape[0])
+
         def torch_mm(weight, x, out):
             torch.mm(weight, torch.from_numpy(x))
 
-        contenders = [(blocks_of_rows, transposed), (panels, [m.stored for m in full]),
+        contenders = [(before_panels, in_128s), (panels, [m.stored for m in full]),
                       (panels, [m.stored for m in halves]), (torch_mm, floats)]
         best = [float("inf")] * len(contenders)
         for turn in range(6):                 # the four take turns, round after round
@@ -167,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                     best[index] = min(best[index], (time.perf_counter() - started) / count)
         old, new, half, blas = best
         for index in range(count):
-            blocks_of_rows(transposed[index], x, before)
+            before_panels(in_128s[index], x, before)
             for matrix in (full[index], halves[index]):
                 dense_panels(matrix.stored, x, got, 0, matrix.stored.shape[0])
                 if not np.array_equal(got, before):

@@ -84,9 +84,10 @@ def test_products_do_not_depend_on_the_other_columns(density):
     np.testing.assert_allclose(alone, weight @ x, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("columns", [1, 3, 4, 6, 8, 11, 40])
+@pytest.mark.parametrize("columns", [1, 3, 4, 6, 7, 8, 11, 15, 40])
 def test_a_dense_product_takes_the_csr_sums(columns):
-    """700 rows (two blocks of `dense_product`), 43 inner (three left after the fours)."""
+    """700 rows (44 panels, the last of 12 rows), 43 inner; every register block: eight,
+    four, two and one column (15 takes each once)."""
     weight = random_sparse(700, 43, 0.9, 8)
     dense, csr = Matrix.of(torch.from_numpy(weight)), Matrix.csr(torch.from_numpy(weight))
     assert dense.stored is not None and np.array_equal(dense.dense, weight)
@@ -96,8 +97,8 @@ def test_a_dense_product_takes_the_csr_sums(columns):
 
 @pytest.mark.parametrize("columns", [1, 9, 15, 16])
 def test_a_dense_product_over_long_runs_takes_the_csr_sums(columns):
-    """1,029 inner: two runs of `PANEL_TERMS` and a short one, then one term alone; eight
-    columns a pass and what is left after the eights."""
+    """1,029 inner: two runs of `PANEL_TERMS` and a short one (five terms), each run taken
+    by every group of eight columns and by what is left after the eights."""
     weight = random_sparse(300, 1029, 0.9, 21)
     dense, csr = Matrix.of(torch.from_numpy(weight)), Matrix.csr(torch.from_numpy(weight))
     x = np.random.default_rng(22).standard_normal((1029, columns)).astype(np.float32)
@@ -109,14 +110,14 @@ def test_panels_hold_the_operand_and_split_over_threads():
     panels (two threads' shares) writes what `dense_product` writes."""
     operand = np.random.default_rng(23).standard_normal((37, 300)).astype(np.float32)
     packed = dense_kernels.pack_panels(operand)
-    assert packed.shape == (3, 37, dense_kernels.PANEL_ROWS)
-    assert not packed[2, :, 300 - 256:].any()
+    assert dense_kernels.PANEL_ROWS == 16 and packed.shape == (19, 37, 16)
+    assert not packed[18, :, 300 - 288:].any()
     assert np.array_equal(dense_kernels.unpack_panels(packed, 300), operand)
     x = np.random.default_rng(24).standard_normal((37, 5)).astype(np.float32)
     whole, halves = np.empty((300, 5), np.float32), np.empty((300, 5), np.float32)
     dense_kernels.dense_product(packed, x, whole)
-    dense_kernels.dense_panels(packed, x, halves, 0, 1)
-    dense_kernels.dense_panels(packed, x, halves, 1, 3)
+    dense_kernels.dense_panels(packed, x, halves, 0, 7)
+    dense_kernels.dense_panels(packed, x, halves, 7, 19)
     assert np.array_equal(whole, halves)
 
 
@@ -140,7 +141,7 @@ def test_bf16_weights_are_held_in_16_bits_and_take_the_same_sums(columns):
     assert halves.bf16 and halves.stored.dtype == np.uint16 and csr.data.dtype == np.float32
     widened = weight.to(torch.float32).numpy()
     assert np.array_equal(halves.dense.view(np.uint32), widened.view(np.uint32))
-    assert halves.nbytes == 768 * 45 * 2 and halves.nonzeros == csr.nonzeros   # 6 panels
+    assert halves.nbytes == 704 * 45 * 2 and halves.nonzeros == csr.nonzeros   # 44 panels
     x = np.random.default_rng(13).standard_normal((45, columns)).astype(np.float32)
     got, want = matmul(halves, x), matmul(csr, x)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -1,0 +1,127 @@
+"""Register blocks: a dense product's running sums held in vector registers from its first
+term to its last (LLVM IR written through a numba intrinsic).
+
+`dense_kernels.dense_panels` multiplies a panel of `LANES` rows by a few columns at a time
+with `block_product(columns)`: a kernel that loads the block's sums once, adds the terms
+from `start` to `stop` in turn,
+
+    sums[c, r] = sums[c, r] + panel[k, r] * x[k, c]        (k ascending)
+
+a multiply then an add, each rounded (LLVM's `fmul` and `fadd` with no fast-math flag, so
+never fused into one rounding): the sums of the engine's CSR kernels, to the bit.  Then it
+stores them once.  numba's own loops keep such sums in an array, that is in memory, where
+each term waits on the store of the one before; here each column's sums are one LLVM vector
+value, which the compiler keeps in a register, and a weight vector, loaded once, serves
+every column of the block (each column's value broadcast to every lane, which x86's
+AVX-512 folds into the multiply).
+
+A weight is a float32 or bfloat16 bits (uint16), zero-extended, moved up 16 places and read
+as a float32: exact.  The IR is plain LLVM and runs wherever LLVM runs; `LANES` float32s are
+one AVX-512 register, and a machine with narrower registers splits each vector in two (the
+same sums; eight columns then spill a few to the first-level cache).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+# the rows of a block: float32s in one vector register (512 bits)
+LANES = 16
+
+_FLOAT, _INT32 = ir.FloatType(), ir.IntType(32)
+_VECTOR = ir.VectorType(_FLOAT, LANES)
+
+
+def _widened(builder, weights, weight_type):
+    """A loaded vector of weights as float32s: itself, or bfloat16 bits moved up 16 places."""
+    if weight_type == types.float32:
+        return weights
+    words = builder.zext(weights, ir.VectorType(_INT32, LANES))
+    shift = ir.Constant(ir.VectorType(_INT32, LANES), [16] * LANES)
+    return builder.bitcast(builder.shl(words, shift), _VECTOR)
+
+
+def _broadcast(builder, value):
+    """`value` in every lane of a vector."""
+    single = builder.insert_element(ir.Constant(_VECTOR, ir.Undefined), value,
+                                    ir.Constant(_INT32, 0))
+    return builder.shuffle_vector(single, ir.Constant(_VECTOR, ir.Undefined),
+                                  ir.Constant(ir.VectorType(_INT32, LANES), [0] * LANES))
+
+
+@lru_cache(maxsize=None)
+def block_product(columns: int):
+    """The kernel `block(panel, x, sums, start, stop, column)`:
+
+        for k in start .. stop - 1, ascending, for j in 0 .. columns - 1, r in 0 .. LANES - 1:
+            sums[column + j, r] = sums[column + j, r] + panel[k, r] * x[k, column + j]
+
+    with every sum of the block held in a register from the first term to the last.
+    `panel` is a C-contiguous [inner, LANES] array of float32 or uint16 (bfloat16 bits),
+    `x` float32 [inner, any] in any layout, `sums` a C-contiguous float32 [any, LANES]."""
+
+    @intrinsic
+    def block(typingctx, panel, x, sums, start, stop, column):
+        def is_array(value, ndim, dtypes, layouts):
+            return (isinstance(value, types.Array) and value.ndim == ndim
+                    and value.dtype in dtypes and value.layout in layouts)
+
+        if not (is_array(panel, 2, (types.float32, types.uint16), "C")
+                and is_array(x, 2, (types.float32,), "CFA")
+                and is_array(sums, 2, (types.float32,), "C")
+                and all(isinstance(n, types.Integer) for n in (start, stop, column))):
+            return None
+
+        def codegen(context, builder, signature, args):
+            panel_type, x_type, sums_type = signature.args[:3]
+            arrays = [context.make_array(kind)(context, builder, value)
+                      for kind, value in zip(signature.args[:3], args[:3])]
+            first, last, first_column = (context.cast(builder, value, kind, types.intp)
+                                         for value, kind in zip(args[3:], signature.args[3:]))
+            zero = ir.Constant(first.type, 0)
+
+            def pointer(which, row, column):
+                array, kind = arrays[which], signature.args[which]
+                return cgutils.get_item_pointer2(
+                    context, builder, array.data, cgutils.unpack_tuple(builder, array.shape),
+                    cgutils.unpack_tuple(builder, array.strides), kind.layout, [row, column])
+
+            def vector_pointer(which, row, column, element):
+                return builder.bitcast(pointer(which, row, column),
+                                       ir.PointerType(ir.VectorType(element, LANES)))
+
+            def nth_column(j):
+                return builder.add(first_column, ir.Constant(first.type, j))
+
+            weight_type = panel_type.dtype
+            sums_pointers = [vector_pointer(2, nth_column(j), zero, _FLOAT)
+                             for j in range(columns)]
+            registers = []
+            for where in sums_pointers:
+                slot = cgutils.alloca_once(builder, _VECTOR)      # promoted to a register
+                builder.store(builder.load(where, align=4), slot)
+                registers.append(slot)
+
+            step = ir.Constant(first.type, 1)
+            with cgutils.for_range_slice(builder, first, last, step) as (k, _):
+                loaded = builder.load(
+                    vector_pointer(0, k, zero, context.get_value_type(weight_type)),
+                    align=weight_type.bitwidth // 8)
+                weights = _widened(builder, loaded, weight_type)
+                for j, slot in enumerate(registers):
+                    value = builder.load(pointer(1, k, nth_column(j)))
+                    term = builder.fmul(weights, _broadcast(builder, value))
+                    builder.store(builder.fadd(builder.load(slot), term), slot)
+
+            for where, slot in zip(sums_pointers, registers):
+                builder.store(builder.load(slot), where, align=4)
+            return context.get_dummy_value()
+
+        return types.none(panel, x, sums, start, stop, column), codegen
+
+    return block
