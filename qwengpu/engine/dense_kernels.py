@@ -28,6 +28,7 @@ PANEL_TERMS = 512
 
 _EIGHT_COLUMNS, _FOUR_COLUMNS = block_product(8), block_product(4)
 _TWO_COLUMNS, _ONE_COLUMN = block_product(2), block_product(1)
+_NO_ROWS = np.zeros(0, dtype=np.int64)        # a block's x_rows where it reads x's own rows
 
 
 def pack_panels(operand: np.ndarray, width: int = PANEL_ROWS) -> np.ndarray:
@@ -73,8 +74,8 @@ def dense_panels(panels, x, out, first, last):
     then widened as it is loaded (exact), so half the bytes are read, which is what bounds
     a product of few columns; the sums are the same."""
     inner, width = panels.shape[1], panels.shape[2]
+    sums = np.empty((x.shape[1], width), dtype=np.float32)
     rows, columns = out.shape[0], x.shape[1]
-    sums = np.empty((columns, width), dtype=np.float32)
     for p in range(first, last):
         panel = panels[p]
         sums[:, :] = 0.0
@@ -82,16 +83,16 @@ def dense_panels(panels, x, out, first, last):
             stop = min(inner, start + PANEL_TERMS)
             column = 0
             while column + 8 <= columns:
-                _EIGHT_COLUMNS(panel, x, sums, start, stop, column)
+                _EIGHT_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS)
                 column += 8
             if column + 4 <= columns:
-                _FOUR_COLUMNS(panel, x, sums, start, stop, column)
+                _FOUR_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS)
                 column += 4
             if column + 2 <= columns:
-                _TWO_COLUMNS(panel, x, sums, start, stop, column)
+                _TWO_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS)
                 column += 2
             if column < columns:
-                _ONE_COLUMN(panel, x, sums, start, stop, column)
+                _ONE_COLUMN(panel, x, sums, start, stop, column, _NO_ROWS)
         base = p * width
         for r in range(min(width, rows - base)):
             for c in range(columns):

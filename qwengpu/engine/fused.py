@@ -22,6 +22,7 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
+from qwengpu.engine.gate_families import GateFamilies
 from qwengpu.engine.kernels import csr_matmul, csr_matmul_add, mlp_add, rms_norm
 from qwengpu.engine.mixer_kernels import deltanet_columns
 from qwengpu.engine.weights import DeltaNetMixer, Layer, Matrix
@@ -109,6 +110,10 @@ class FusedLayers:
                          for part, empty in (("indptr", none_i64), ("indices", none_i32),
                                              ("data", none_f)))
         self.gate_twins = per_mlp(lambda m: m.gate_twins, np.zeros(0, dtype=np.bool_))
+        no_families = GateFamilies.none(0).arrays
+        self.families = tuple(per_mlp(lambda m, part=part: m.families.arrays[part],
+                                      no_families[part])
+                              for part in range(len(no_families)))
 
     def state_lists(self, conv: dict[int, np.ndarray], memory: dict[int, np.ndarray]
                     ) -> tuple[List, List]:
@@ -129,7 +134,7 @@ class FusedLayers:
                    self.dt_bias, self.norm_weight, self.head_shape, self.state_rows,
                    self.state_row_count, self.state_columns, self.state_column_count,
                    *self.out_proj,
-                   *self.mlp, self.gate_twins, *state_lists)
+                   *self.mlp, self.gate_twins, *self.families, *state_lists)
 
 
 @njit(cache=True, nogil=True)
@@ -138,7 +143,8 @@ def run_layers(x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
                key_of_value_head, neg_a, dt_bias, norm_weight, head_shape, state_rows,
                state_row_count, state_columns, state_column_count, o_indptr, o_indices,
                o_data, g_indptr, g_indices, g_data, u_indptr, u_indices, u_data, d_indptr,
-               d_indices, d_data, gate_twins, conv_states, memories):
+               d_indices, d_data, gate_twins, family_table, family_inputs, family_units,
+               family_weights, in_family, conv_states, memories):
     """`SparseEngine.forward`'s loop over the layers, for sparse DeltaNet and MLP layers:
     per layer the RMSNorm, the mixer's projection, the delta rule, `out_proj` added to x,
     then the RMSNorm and the MLP added to x."""
@@ -162,5 +168,7 @@ def run_layers(x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
         if has_mlp[layer]:
             rms_norm(x, post_scales[layer], eps, normed)
             mlp_add(g_indptr[layer], g_indices[layer], g_data[layer], gate_twins[layer],
-                    u_indptr[layer], u_indices[layer], u_data[layer], d_indptr[layer],
-                    d_indices[layer], d_data[layer], normed, x)
+                    family_table[layer], family_inputs[layer], family_units[layer],
+                    family_weights[layer], in_family[layer], u_indptr[layer],
+                    u_indices[layer], u_data[layer], d_indptr[layer], d_indices[layer],
+                    d_data[layer], normed, x)

@@ -30,6 +30,8 @@ import math
 import numpy as np
 from numba import njit
 
+from qwengpu.engine.gate_families import family_gates
+
 # Up to this many columns, a kernel runs column by column with scalar sums: for one or two
 # columns that beats the loops over columns, which pay off from about four.
 FEW_COLUMNS = 2
@@ -231,7 +233,8 @@ def csr_scatter_add(indptr, indices, data, x, out):
 
 
 @njit(cache=True, nogil=True)
-def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indices, up_data,
+def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, family_table, family_inputs,
+            family_units, family_weights, in_family, up_indptr, up_indices, up_data,
             down_indptr, down_indices, down_data, x, residual):
     """Qwen3_5MLP added to the residual: residual += down(silu(gate(x)) * up(x)).
 
@@ -244,13 +247,18 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
     once for both), each row's terms in its own order, so the sums are the same as one row
     at a time.  Whether a unit is live is a count over the columns, not a search that stops
     at the first live one: the count runs in vector registers, and most units are dead.
-    With few columns `_mlp_add_column` takes each column with scalar sums."""
+    The gate sums of the units in a family (`family_*`, `in_family`: `gate_families`) are
+    taken first, as small dense products: the same sums.  With few columns
+    `_mlp_add_column` takes each column with scalar sums."""
     dims, columns = x.shape
+    gates = np.empty((in_family.shape[0] if family_table.shape[0] else 0, columns),
+                     dtype=np.float32)
+    family_gates(family_table, family_inputs, family_units, family_weights, x, gates)
     if columns <= FEW_COLUMNS:
         for column in range(columns):
-            _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr,
-                            up_indices, up_data, down_indptr, down_indices, down_data,
-                            x[:, column], residual[:, column])
+            _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, in_family,
+                            gates[:, column], up_indptr, up_indices, up_data, down_indptr,
+                            down_indices, down_data, x[:, column], residual[:, column])
         return
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
     down_outputs = down_indices.view(np.uint32)
@@ -262,13 +270,16 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indi
     unit = 0
     while unit < units:
         start, stop = np.uint64(gate_indptr[unit]), np.uint64(gate_indptr[unit + 1])
-        first[:] = 0.0
-        count = 1
-        if gate_twins[unit]:
-            second[:] = 0.0
+        count = 2 if gate_twins[unit] else 1           # twins are in a family together or not
+        if in_family[unit]:
+            for twin in range(count):
+                for column in range(columns):
+                    sums[twin, column] = gates[unit + twin, column]
+        elif count == 2:
+            sums[:, :] = 0.0
             _add_twin_row_terms(gate_inputs, gate_data, start, stop, x, first, second)
-            count = 2
         else:
+            first[:] = 0.0
             _add_row_terms(gate_inputs, gate_data, start, stop, x, first)
         for twin in range(count):
             this = unit + twin
@@ -364,12 +375,14 @@ def _add_twin_row_terms(inputs, data, start, stop, x, first, second):
 
 
 @njit(cache=True, nogil=True)
-def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indices,
-                    up_data, down_indptr, down_indices, down_data, x, residual):
+def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, in_family, gates,
+                    up_indptr, up_indices, up_data, down_indptr, down_indices, down_data, x,
+                    residual):
     """`mlp_add` for a single column (vectors), with scalar sums.  A unit and its twin (the
     next unit, whose gate row has the same columns: the two units of a step) gather each
     input once and keep two running sums, each row's terms still added in its own order,
-    so the sums are those of one row at a time; the units then go on one after the other."""
+    so the sums are those of one row at a time; the units then go on one after the other.
+    A unit in a family has its gate sum in `gates` already."""
     values = np.empty(x.shape[0], dtype=np.float32)      # the column, contiguous
     values[:] = x
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
@@ -382,7 +395,12 @@ def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr,
         first = np.float32(0.0)
         second = np.float32(0.0)
         count = 1
-        if gate_twins[unit]:
+        if in_family[unit]:
+            first = gates[unit]
+            if gate_twins[unit]:
+                second = gates[unit + 1]
+                count = 2
+        elif gate_twins[unit]:
             offset = stop - start
             for k in range(start, stop):
                 value = values[gate_inputs[k]]

@@ -55,18 +55,21 @@ def _broadcast(builder, value):
 
 
 @lru_cache(maxsize=None)
-def block_product(columns: int):
-    """The kernel `block(panel, x, sums, start, stop, column)`:
+def block_product(columns: int, gathered: bool = False):
+    """The kernel `block(panel, x, sums, start, stop, column, x_rows)`:
 
         for k in start .. stop - 1, ascending, for j in 0 .. columns - 1, r in 0 .. LANES - 1:
             sums[column + j, r] = sums[column + j, r] + panel[k, r] * x[k, column + j]
 
     with every sum of the block held in a register from the first term to the last.
     `panel` is a C-contiguous [inner, LANES] array of float32 or uint16 (bfloat16 bits),
-    `x` float32 [inner, any] in any layout, `sums` a C-contiguous float32 [any, LANES]."""
+    `x` float32 [inner, any] in any layout, `sums` a C-contiguous float32 [any, LANES].
+    `gathered`: term k reads x's row `x_rows[k]` (int64) instead of row k, so a product
+    over some of x's rows needs no copy of them; otherwise `x_rows` is not read (pass any
+    int64 array)."""
 
     @intrinsic
-    def block(typingctx, panel, x, sums, start, stop, column):
+    def block(typingctx, panel, x, sums, start, stop, column, x_rows):
         def is_array(value, ndim, dtypes, layouts):
             return (isinstance(value, types.Array) and value.ndim == ndim
                     and value.dtype in dtypes and value.layout in layouts)
@@ -74,6 +77,7 @@ def block_product(columns: int):
         if not (is_array(panel, 2, (types.float32, types.uint16), "C")
                 and is_array(x, 2, (types.float32,), "CFA")
                 and is_array(sums, 2, (types.float32,), "C")
+                and is_array(x_rows, 1, (types.int64,), "CA")
                 and all(isinstance(n, types.Integer) for n in (start, stop, column))):
             return None
 
@@ -82,7 +86,9 @@ def block_product(columns: int):
             arrays = [context.make_array(kind)(context, builder, value)
                       for kind, value in zip(signature.args[:3], args[:3])]
             first, last, first_column = (context.cast(builder, value, kind, types.intp)
-                                         for value, kind in zip(args[3:], signature.args[3:]))
+                                         for value, kind in zip(args[3:6], signature.args[3:6]))
+            rows_type = signature.args[6]
+            rows_array = context.make_array(rows_type)(context, builder, args[6])
             zero = ir.Constant(first.type, 0)
 
             def pointer(which, row, column):
@@ -113,8 +119,15 @@ def block_product(columns: int):
                     vector_pointer(0, k, zero, context.get_value_type(weight_type)),
                     align=weight_type.bitwidth // 8)
                 weights = _widened(builder, loaded, weight_type)
+                x_row = k
+                if gathered:
+                    x_row = builder.load(cgutils.get_item_pointer2(
+                        context, builder, rows_array.data,
+                        cgutils.unpack_tuple(builder, rows_array.shape),
+                        cgutils.unpack_tuple(builder, rows_array.strides), rows_type.layout,
+                        [k]))
                 for j, slot in enumerate(registers):
-                    value = builder.load(pointer(1, k, nth_column(j)))
+                    value = builder.load(pointer(1, x_row, nth_column(j)))
                     term = builder.fmul(weights, _broadcast(builder, value))
                     builder.store(builder.fadd(builder.load(slot), term), slot)
 
@@ -122,6 +135,6 @@ def block_product(columns: int):
                 builder.store(builder.load(slot), where, align=4)
             return context.get_dummy_value()
 
-        return types.none(panel, x, sums, start, stop, column), codegen
+        return types.none(panel, x, sums, start, stop, column, x_rows), codegen
 
     return block

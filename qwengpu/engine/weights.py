@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from qwengpu.engine.dense_kernels import PANEL_ROWS, pack_panels, unpack_panels
+from qwengpu.engine.gate_families import GateFamilies
 from qwengpu.engine.kernels import twin_rows
 from qwengpu.errors import UserError
 
@@ -230,12 +231,18 @@ class Mlp:
     # gate_twins[u]: unit u + 1's gate row has unit u's columns (kernels.twin_rows; none
     # where gate is dense)
     gate_twins: np.ndarray = field(init=False)
+    # the units whose gate rows read the same inputs, taken as small dense products (none
+    # where gate is dense)
+    families: GateFamilies = field(init=False)
 
     def __post_init__(self):
         if self.gate.stored is None:
             self.gate_twins = twin_rows(self.gate.indptr, self.gate.indices)
+            self.families = GateFamilies.of(self.gate.indptr, self.gate.indices,
+                                            self.gate.data)
         else:
             self.gate_twins = np.zeros(self.gate.rows, dtype=np.bool_)
+            self.families = GateFamilies.none(self.gate.rows)
 
 
 @dataclass

@@ -24,6 +24,7 @@ import torch
 
 from qwengpu.engine import dense_kernels, kernels, mixer_kernels
 from qwengpu.engine.engine import matmul
+from qwengpu.engine.gate_families import GateFamilies
 from qwengpu.engine.weights import Matrix
 
 
@@ -192,8 +193,68 @@ def test_the_mlp_is_down_of_silu_gate_times_up(columns):
     csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
     arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
     twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
-    kernels.mlp_add(*arrays[:3], twins, *arrays[3:], x, residual)
+    kernels.mlp_add(*arrays[:3], twins, *no_families(units), *arrays[3:], x, residual)
     np.testing.assert_allclose(residual, want, rtol=1e-5, atol=1e-4)
+
+
+def no_families(units: int) -> tuple[np.ndarray, ...]:
+    return GateFamilies.none(units).arrays
+
+
+def family_gate(rng: np.random.Generator, hidden: int) -> np.ndarray:
+    """A gate of 80 units: a family of 20 (twins among them), one of 8 units that are 4 pairs
+    of twins, 7 units on one set of inputs (too few for a family), a family of 9 whose rows
+    are spread among the others, and the rest on inputs of their own."""
+    gate = np.zeros((80, hidden), dtype=np.float32)
+    for units in (np.arange(0, 20), np.arange(30, 38), np.arange(40, 47), np.arange(50, 77, 3)):
+        reads = rng.choice(np.arange(1, hidden), 12, replace=False)
+        for unit in units:
+            gate[unit, reads] = rng.standard_normal(12).astype(np.float32) * 3
+    for unit in range(80):
+        if not gate[unit].any():
+            gate[unit, rng.choice(np.arange(1, hidden), 5, replace=False)] = 1.5
+    gate[:, 0] = rng.choice([-300.0, -0.5, 2.0], 80)          # x[0] = 1: gates far below 0
+    return gate
+
+
+def test_gate_families_are_units_reading_the_same_inputs():
+    rng = np.random.default_rng(41)
+    gate = Matrix.csr(torch.from_numpy(family_gate(rng, 50)))
+    families = GateFamilies.of(gate.indptr, gate.indices, gate.data)
+    members = [families.units[start:stop].tolist() for start, stop in families.table[:, 2:4]]
+    assert sorted(map(len, members)) == [8, 9, 20]
+    assert members[0] == list(range(20)) and np.flatnonzero(families.in_family).size == 37
+    for (first_input, last_input, _, _, start), units in zip(families.table, members):
+        reads = families.inputs[first_input:last_input]
+        panels = families.weights[start:start + -(-len(units) // 16) * reads.size * 16]
+        weights = panels.reshape(-1, reads.size, 16).transpose(1, 0, 2).reshape(reads.size, -1)
+        for member, unit in enumerate(units):
+            row = gate.indptr[unit], gate.indptr[unit + 1]
+            assert np.array_equal(gate.indices[row[0]:row[1]], reads)
+            assert np.array_equal(weights[:, member], gate.data[row[0]:row[1]])
+
+
+@pytest.mark.parametrize("columns", [1, 2, 5, 8, 13])
+def test_gate_families_take_the_rows_own_sums(columns):
+    """The MLP with its gate families (dense products) is the MLP without them, to the bit:
+    twins inside a family, units live in some columns and dead in others."""
+    rng = np.random.default_rng(42)
+    hidden = 50
+    gate = family_gate(rng, hidden)
+    up, down = random_sparse(80, hidden, 0.3, 15), random_sparse(hidden, 80, 0.3, 16)
+    x = rng.standard_normal((hidden, columns)).astype(np.float32)
+    x[0] = 1.0
+    csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
+    arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
+    twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
+    families = GateFamilies.of(*arrays[:3])
+    assert twins[families.in_family].any() and families.table.shape[0] == 3
+    residual = rng.standard_normal((hidden, columns)).astype(np.float32)
+    got, want = residual.copy(), residual.copy()
+    kernels.mlp_add(*arrays[:3], twins, *families.arrays, *arrays[3:], x, got)
+    kernels.mlp_add(*arrays[:3], twins, *no_families(80), *arrays[3:], x, want)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert not np.array_equal(got, residual)
 
 
 def test_twin_rows_are_neighbours_with_the_same_columns():
@@ -231,8 +292,9 @@ def test_twins_sum_each_row_in_its_own_order(columns):
     assert twins.sum() == pairs
     got = np.zeros((hidden, columns), dtype=np.float32)
     want = np.zeros((hidden, columns), dtype=np.float32)
-    kernels.mlp_add(*arrays[:3], twins, *arrays[3:], x, got)
-    kernels.mlp_add(*arrays[:3], np.zeros_like(twins), *arrays[3:], x, want)
+    kernels.mlp_add(*arrays[:3], twins, *no_families(2 * pairs), *arrays[3:], x, got)
+    kernels.mlp_add(*arrays[:3], np.zeros_like(twins), *no_families(2 * pairs),
+                    *arrays[3:], x, want)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
@@ -256,10 +318,11 @@ def test_the_mlp_of_a_column_does_not_depend_on_the_other_columns(columns):
     twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
     residual = rng.standard_normal((hidden, columns)).astype(np.float32)
     together = residual.copy()
-    kernels.mlp_add(*arrays[:3], twins, *arrays[3:], x, together)
+    kernels.mlp_add(*arrays[:3], twins, *no_families(2 * pairs), *arrays[3:], x, together)
     for column in range(columns):
         alone = residual[:, column:column + 1].copy()
-        kernels.mlp_add(*arrays[:3], twins, *arrays[3:], x[:, column:column + 1].copy(), alone)
+        kernels.mlp_add(*arrays[:3], twins, *no_families(2 * pairs), *arrays[3:],
+                        x[:, column:column + 1].copy(), alone)
         assert np.array_equal(alone[:, 0].view(np.uint32), together[:, column].view(np.uint32))
 
 

@@ -1,0 +1,134 @@
+"""Gate families: the MLP units whose gate rows read the same inputs, their gate sums taken
+as one small dense product.
+
+A compiled machine's MLP gate rows are long (about 60 terms) and come in families: a
+layer's units that test one field of the residual all read that field's dims, and differ
+only in their weights (in the machine spliced into the 2B-dims stand-in, 77% of the gate
+weights are in families of 8 units or more).  Row by row (`kernels.mlp_add`'s CSR) each
+term costs an index, a gathered input and a scalar multiply-add per column.  A family
+instead keeps its weights as a dense operand [inputs, units] in panels of 16 units
+(`dense_kernels.pack_panels`) and multiplies them in register blocks (`register_blocks`)
+that read its inputs, `x[inputs[j], c]`, straight from x: each input is loaded once for 16
+units, and every unit's sum is `sum over j of weight[j, unit] * x[inputs[j], c]`, j
+ascending, which is the CSR row's own sum (its terms in the same order, each a multiply
+then an add, from 0): the same bits.
+
+`GateFamilies.of` finds a layer's families when the checkpoint is read; `family_gates`
+writes their sums into the MLP's gate sums before the units are walked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from qwengpu.engine.dense_kernels import PANEL_ROWS, pack_panels
+from qwengpu.engine.register_blocks import block_product
+
+# the fewest units that share a gate row's inputs for them to be taken as a family (fewer,
+# and most of a panel's 16 rows would be padding)
+FAMILY_UNITS = 8
+
+_EIGHT_COLUMNS, _FOUR_COLUMNS, _TWO_COLUMNS, _ONE_COLUMN = (
+    block_product(columns, gathered=True) for columns in (8, 4, 2, 1))
+
+
+@dataclass
+class GateFamilies:
+    """A layer's gate families, flat for the kernels: family f's inputs are
+    `inputs[table[f, 0]:table[f, 1]]`, its units `units[table[f, 2]:table[f, 3]]` (ascending),
+    its weights `weights[table[f, 4]:...]`, packed panels [ceil(units / PANEL_ROWS), inputs,
+    PANEL_ROWS].  `in_family[u]`: unit u's gate sum comes from its family."""
+
+    table: np.ndarray          # int64 [families, 5]
+    inputs: np.ndarray         # int64
+    units: np.ndarray          # int64
+    weights: np.ndarray        # float32
+    in_family: np.ndarray      # bool [units]
+
+    @classmethod
+    def of(cls, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> "GateFamilies":
+        """The families of a CSR gate (units that read exactly the same inputs, at least
+        `FAMILY_UNITS` of them)."""
+        units = indptr.shape[0] - 1
+        members: dict[bytes, list[int]] = {}
+        for unit in range(units):
+            key = indices[indptr[unit]:indptr[unit + 1]].tobytes()
+            if key:
+                members.setdefault(key, []).append(unit)
+        table, inputs, family_units, weights = [], [], [], []
+        in_family = np.zeros(units, dtype=np.bool_)
+        input_count = unit_count = weight_count = 0
+        for family in members.values():
+            if len(family) < FAMILY_UNITS:
+                continue
+            first = family[0]
+            reads = indices[indptr[first]:indptr[first + 1]].astype(np.int64)
+            rows = np.stack([data[indptr[unit]:indptr[unit + 1]] for unit in family])
+            panels = pack_panels(np.ascontiguousarray(rows.T, dtype=np.float32))
+            table.append((input_count, input_count + reads.size, unit_count,
+                          unit_count + len(family), weight_count))
+            inputs.append(reads)
+            family_units.append(np.array(family, dtype=np.int64))
+            weights.append(panels.reshape(-1))
+            in_family[family] = True
+            input_count += reads.size
+            unit_count += len(family)
+            weight_count += panels.size
+
+        def joined(parts, dtype):
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+        return cls(np.array(table, dtype=np.int64).reshape(len(table), 5),
+                   joined(inputs, np.int64), joined(family_units, np.int64),
+                   joined(weights, np.float32), in_family)
+
+    @classmethod
+    def none(cls, units: int) -> "GateFamilies":
+        """No families (a dense gate, or none wanted)."""
+        return cls(np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64),
+                   np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32),
+                   np.zeros(units, dtype=np.bool_))
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """What `family_gates` and `kernels.mlp_add` take, in their order."""
+        return self.table, self.inputs, self.units, self.weights, self.in_family
+
+
+@njit(cache=True, nogil=True)
+def family_gates(table, inputs, units, weights, x, gates):
+    """gates[u, c] = unit u's gate sum on column c of x, for every unit in a family (the
+    others' rows are left as they are): a family's panels of 16 units by eight, four, two
+    or one columns in register blocks that read the family's inputs straight from x."""
+    columns = x.shape[1]
+    running = np.empty((columns, PANEL_ROWS), dtype=np.float32)
+    for family in range(table.shape[0]):
+        first_input, last_input = table[family, 0], table[family, 1]
+        first_unit, last_unit = table[family, 2], table[family, 3]
+        reads, count = last_input - first_input, last_unit - first_unit
+        rows = inputs[first_input:last_input]
+        panel_size = reads * PANEL_ROWS
+        for p in range(-(-count // PANEL_ROWS)):
+            start = table[family, 4] + p * panel_size
+            panel = weights[start:start + panel_size].reshape((reads, PANEL_ROWS))
+            running[:, :] = 0.0
+            column = 0
+            while column + 8 <= columns:
+                _EIGHT_COLUMNS(panel, x, running, 0, reads, column, rows)
+                column += 8
+            if column + 4 <= columns:
+                _FOUR_COLUMNS(panel, x, running, 0, reads, column, rows)
+                column += 4
+            if column + 2 <= columns:
+                _TWO_COLUMNS(panel, x, running, 0, reads, column, rows)
+                column += 2
+            if column < columns:
+                _ONE_COLUMN(panel, x, running, 0, reads, column, rows)
+            first_member = first_unit + p * PANEL_ROWS
+            for r in range(min(PANEL_ROWS, count - p * PANEL_ROWS)):
+                unit = np.uint64(units[first_member + r])
+                for c in range(columns):
+                    gates[unit, c] = running[c, r]
