@@ -247,19 +247,22 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, family_table, fami
     once for both), each row's terms in its own order, so the sums are the same as one row
     at a time.  Whether a unit is live is a count over the columns, not a search that stops
     at the first live one: the count runs in vector registers, and most units are dead.
-    The gate sums of the units in a family (`family_*`, `in_family`: `gate_families`) are
-    taken first, as small dense products: the same sums.  With few columns
-    `_mlp_add_column` takes each column with scalar sums."""
+    With few columns `_mlp_add_column` takes each column with scalar sums, row by row.  With
+    more, the gate sums of the units in a family (`family_*`, `in_family`:
+    `gate_families`) are taken first, as small dense products that load each input once
+    for 16 units and every column: the same sums.  (On one column a family's panels, padded
+    to 16 units, read more bytes than its CSR rows: the compiled machine alone ran 12%
+    slower a token with them.)"""
     dims, columns = x.shape
+    if columns <= FEW_COLUMNS:
+        for column in range(columns):
+            _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr,
+                            up_indices, up_data, down_indptr, down_indices, down_data,
+                            x[:, column], residual[:, column])
+        return
     gates = np.empty((in_family.shape[0] if family_table.shape[0] else 0, columns),
                      dtype=np.float32)
     family_gates(family_table, family_inputs, family_units, family_weights, x, gates)
-    if columns <= FEW_COLUMNS:
-        for column in range(columns):
-            _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, in_family,
-                            gates[:, column], up_indptr, up_indices, up_data, down_indptr,
-                            down_indices, down_data, x[:, column], residual[:, column])
-        return
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
     down_outputs = down_indices.view(np.uint32)
     total = np.zeros((residual.shape[0], columns), dtype=np.float32)
@@ -375,14 +378,12 @@ def _add_twin_row_terms(inputs, data, start, stop, x, first, second):
 
 
 @njit(cache=True, nogil=True)
-def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, in_family, gates,
-                    up_indptr, up_indices, up_data, down_indptr, down_indices, down_data, x,
-                    residual):
+def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indices,
+                    up_data, down_indptr, down_indices, down_data, x, residual):
     """`mlp_add` for a single column (vectors), with scalar sums.  A unit and its twin (the
     next unit, whose gate row has the same columns: the two units of a step) gather each
     input once and keep two running sums, each row's terms still added in its own order,
-    so the sums are those of one row at a time; the units then go on one after the other.
-    A unit in a family has its gate sum in `gates` already."""
+    so the sums are those of one row at a time; the units then go on one after the other."""
     values = np.empty(x.shape[0], dtype=np.float32)      # the column, contiguous
     values[:] = x
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
@@ -395,12 +396,7 @@ def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, in_family,
         first = np.float32(0.0)
         second = np.float32(0.0)
         count = 1
-        if in_family[unit]:
-            first = gates[unit]
-            if gate_twins[unit]:
-                second = gates[unit + 1]
-                count = 2
-        elif gate_twins[unit]:
+        if gate_twins[unit]:
             offset = stop - start
             for k in range(start, stop):
                 value = values[gate_inputs[k]]
