@@ -101,22 +101,22 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
             live_rows, live_columns = state_row_count[head], state_column_count[head]
             rows_of = state_rows[head].view(np.uint64)
             columns_of = state_columns[head].view(np.uint64)
-            if decay != np.float32(1.0):          # S * 1 == S
-                for n in range(live_rows):
+            # the decay, and the key's read of each row just after its decay (one pass, the
+            # rows in order: each sum takes its terms in the order two passes would); the
+            # rows the key or the query reads (a zero entry reads and writes nothing; a row
+            # outside the live ones is 0, so the query reads nothing there either)
+            decays = decay != np.float32(1.0)          # S * 1 == S
+            count = 0
+            kv_memory[:live_columns] = 0.0
+            for n in range(live_rows):
+                if decays:
                     for c in range(live_columns):
                         memory[n, c] *= decay
-            # the rows the key or the query reads (a zero entry reads and writes nothing; a
-            # row outside the live ones is 0, so the query reads nothing there either)
-            count = 0
-            for n in range(live_rows):
                 i = rows_of[n]
-                if key[key_base + i] != 0.0 or query[key_base + i] != 0.0:
+                weight = key[key_base + i]
+                if weight != 0.0 or query[key_base + i] != 0.0:
                     touched[count] = np.uint64(n)
                     count += 1
-            kv_memory[:live_columns] = 0.0
-            for t in range(count):
-                n = touched[t]
-                weight = key[key_base + rows_of[n]]
                 if weight != 0.0:
                     for c in range(live_columns):
                         kv_memory[c] += memory[n, c] * weight
