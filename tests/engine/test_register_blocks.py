@@ -1,0 +1,85 @@
+"""The register blocks (`qwengpu.engine.register_blocks`) against a float32 model written
+here: each term a multiply then an add, each rounded to float32, k ascending."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from qwengpu.engine.register_blocks import LANES, block_product
+
+
+def model_sums(panel: np.ndarray, x: np.ndarray, sums: np.ndarray, start: int, stop: int,
+               column: int, columns: int, x_rows: np.ndarray | None) -> np.ndarray:
+    """The block's sums, one float32 operation at a time."""
+    want = sums.copy()
+    weights = panel.astype(np.uint32) << 16 if panel.dtype == np.uint16 else panel
+    weights = weights.view(np.float32) if panel.dtype == np.uint16 else weights
+    for k in range(start, stop):
+        row = k if x_rows is None else int(x_rows[k])
+        for j in range(columns):
+            for r in range(LANES):
+                term = np.float32(weights[k, r] * x[row, column + j])
+                want[column + j, r] = np.float32(want[column + j, r] + term)
+    return want
+
+
+def runner(columns: int, gathered: bool):
+    block = block_product(columns, gathered)
+
+    @njit
+    def run(panel, x, sums, start, stop, column, x_rows):
+        block(panel, x, sums, start, stop, column, x_rows)
+
+    return run
+
+
+@pytest.mark.parametrize("columns", [1, 2, 4, 8])
+@pytest.mark.parametrize("dtype", ["float32", "bf16"])
+def test_a_block_takes_each_term_in_order(columns, dtype):
+    """A run of terms from the middle of the panel (start 3, stop 40) added to sums already
+    there, into columns from 1 on of a wider sums array; x strided (every other column of a
+    wider array), so the block reads it through its strides."""
+    rng = np.random.default_rng(columns)
+    values = (rng.standard_normal((45, LANES)) * 4).astype(np.float32)
+    if dtype == "bf16":
+        panel = (values.view(np.uint32) >> 16).astype(np.uint16)
+    else:
+        panel = values
+    x = rng.standard_normal((45, 2 * (columns + 2))).astype(np.float32)[:, ::2]
+    sums = rng.standard_normal((columns + 2, LANES)).astype(np.float32)
+    want = model_sums(panel, x, sums, 3, 40, 1, columns, None)
+    runner(columns, False)(panel, x, sums, 3, 40, 1, np.zeros(0, dtype=np.int64))
+    assert np.array_equal(sums.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("columns", [1, 8])
+def test_a_gathered_block_reads_the_rows_it_is_given(columns):
+    """`gathered`: term k reads x's row x_rows[k] (rows repeated and out of order); x in
+    Fortran order."""
+    rng = np.random.default_rng(50 + columns)
+    panel = rng.standard_normal((12, LANES)).astype(np.float32)
+    x = np.asfortranarray(rng.standard_normal((30, columns)).astype(np.float32))
+    x_rows = np.array([29, 0, 7, 7, 3, 15, 2, 28, 11, 0, 5, 19], dtype=np.int64)
+    sums = np.zeros((columns, LANES), dtype=np.float32)
+    want = model_sums(panel, x, sums, 0, 12, 0, columns, x_rows)
+    runner(columns, True)(panel, x, sums, 0, 12, 0, x_rows)
+    assert np.array_equal(sums.view(np.uint32), want.view(np.uint32))
+
+
+def test_special_values_pass_through_a_block():
+    """Infinities, NaN, signed zeros and subnormals in the weights and in x: what float32
+    multiplies and adds give (NaN where the model gives NaN)."""
+    panel = np.zeros((6, LANES), dtype=np.float32)
+    panel[0, :4] = [np.inf, -np.inf, np.nan, -0.0]
+    panel[1, 4:8] = [1e-45, -1e-40, 3e38, 3e38]
+    panel[2] = 1.0
+    x = np.array([[2.0], [1e-3], [-0.0], [5.0], [1e30], [-1.0]], dtype=np.float32)
+    sums = np.full((1, LANES), -0.0, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        want = model_sums(panel, x, sums, 0, 6, 0, 1, None)
+    runner(1, False)(panel, x, sums, 0, 6, 0, np.zeros(0, dtype=np.int64))
+    assert np.array_equal(np.isnan(sums), np.isnan(want))
+    finite = ~np.isnan(want)
+    assert np.array_equal(sums[finite].view(np.uint32), want[finite].view(np.uint32))
