@@ -178,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
           f"nonzero weights ({figures['kept_bytes'] / 2 ** 20:.1f} MB) of "
           f"{figures['parameters']:,} parameters: {figures['mlp_units']:,} MLP units, "
           f"{figures['deltanet_heads']} DeltaNet heads, {figures['attention_heads']} "
-          "attention heads live")
+          f"attention heads live; {figures['family_units']:,} units in "
+          f"{figures['gate_families']:,} gate families "
+          f"({figures['family_bytes'] / 2 ** 20:.1f} MB of panels)")
     if stock_rows:
         print(f"transformers: peak memory {peak_rss_gb():.2f} GB (the process)")
     return 0 if all(ids == trace[:len(ids)] for *_, ids in rows + stock_rows) else 1

@@ -272,8 +272,11 @@ class Weights:
     kept: dict = field(default_factory=dict)
 
     def figures(self) -> dict:
-        """What was read and what is kept: parameters, nonzeros, live heads and units."""
+        """What was read and what is kept: parameters, nonzeros, live heads and units, and
+        the gate families (their panels are kept beside the CSR rows, which one column
+        reads)."""
         matrices = [self.embed, self.lm_head]
+        mlps = [layer.mlp for layer in self.layers if layer.mlp is not None]
         for layer in self.layers:
             if layer.mixer is not None:
                 matrices += [layer.mixer.projection, layer.mixer.out_proj]
@@ -286,7 +289,10 @@ class Weights:
                                       if isinstance(layer.mixer, DeltaNetMixer)),
                 "attention_heads": sum(len(layer.mixer.query_heads) for layer in self.layers
                                        if isinstance(layer.mixer, AttentionMixer)),
-                "mlp_units": sum(len(layer.mlp.units) for layer in self.layers if layer.mlp)}
+                "mlp_units": sum(len(layer.mlp.units) for layer in self.layers if layer.mlp),
+                "gate_families": sum(mlp.families.table.shape[0] for mlp in mlps),
+                "family_units": int(sum(mlp.families.in_family.sum() for mlp in mlps)),
+                "family_bytes": sum(mlp.families.weights.nbytes for mlp in mlps)}
 
 
 class _Tensors:

@@ -249,6 +249,7 @@ def test_gate_families_take_the_rows_own_sums(columns):
     twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
     families = GateFamilies.of(*arrays[:3])
     assert twins[families.in_family].any() and families.table.shape[0] == 3
+    assert families.weights.nbytes == (2 * 16 + 16 + 16) * 12 * 4     # 20, 8 and 9 units
     residual = rng.standard_normal((hidden, columns)).astype(np.float32)
     got, want = residual.copy(), residual.copy()
     kernels.mlp_add(*arrays[:3], twins, *families.arrays, *arrays[3:], x, got)
