@@ -249,7 +249,7 @@ def test_gate_families_take_the_rows_own_sums(columns):
     twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
     families = GateFamilies.of(*arrays[:3])
     assert twins[families.in_family].any() and families.table.shape[0] == 3
-    assert families.weights.nbytes == (2 * 16 + 16 + 16) * 12 * 4     # 20, 8 and 9 units
+    assert families.weights.nbytes == (2 + 1 + 1) * 16 * 13 * 4   # 20, 8, 9 units; 13 inputs
     residual = rng.standard_normal((hidden, columns)).astype(np.float32)
     got, want = residual.copy(), residual.copy()
     kernels.mlp_add(*arrays[:3], twins, *families.arrays, *arrays[3:], x, got)
