@@ -28,7 +28,7 @@ PANEL_TERMS = 512
 
 _EIGHT_COLUMNS, _FOUR_COLUMNS = block_product(8), block_product(4)
 _TWO_COLUMNS, _ONE_COLUMN = block_product(2), block_product(1)
-_NO_ROWS = np.zeros(0, dtype=np.int64)        # a block's x_rows where it reads x's own rows
+_NO_ROWS = np.zeros(0, dtype=np.int64)    # a block's panel_rows and x_rows: not read
 
 
 def pack_panels(operand: np.ndarray, width: int = PANEL_ROWS) -> np.ndarray:
@@ -83,16 +83,16 @@ def dense_panels(panels, x, out, first, last):
             stop = min(inner, start + PANEL_TERMS)
             column = 0
             while column + 8 <= columns:
-                _EIGHT_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS)
+                _EIGHT_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS, _NO_ROWS)
                 column += 8
             if column + 4 <= columns:
-                _FOUR_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS)
+                _FOUR_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS, _NO_ROWS)
                 column += 4
             if column + 2 <= columns:
-                _TWO_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS)
+                _TWO_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS, _NO_ROWS)
                 column += 2
             if column < columns:
-                _ONE_COLUMN(panel, x, sums, start, stop, column, _NO_ROWS)
+                _ONE_COLUMN(panel, x, sums, start, stop, column, _NO_ROWS, _NO_ROWS)
         base = p * width
         for r in range(min(width, rows - base)):
             for c in range(columns):

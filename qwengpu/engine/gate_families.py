@@ -51,7 +51,8 @@ class GateFamilies:
     @classmethod
     def of(cls, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> "GateFamilies":
         """The families of a CSR gate (units that read exactly the same inputs, at least
-        `FAMILY_UNITS` of them)."""
+        `FAMILY_UNITS` of them, every weight finite: `family_gates` leaves out an input
+        that is 0, and `inf * 0` is NaN)."""
         units = indptr.shape[0] - 1
         members: dict[bytes, list[int]] = {}
         for unit in range(units):
@@ -67,6 +68,8 @@ class GateFamilies:
             first = family[0]
             reads = indices[indptr[first]:indptr[first + 1]].astype(np.int64)
             rows = np.stack([data[indptr[unit]:indptr[unit + 1]] for unit in family])
+            if not np.isfinite(rows).all():
+                continue
             panels = pack_panels(np.ascontiguousarray(rows.T, dtype=np.float32))
             table.append((input_count, input_count + reads.size, unit_count,
                           unit_count + len(family), weight_count))
@@ -102,14 +105,36 @@ class GateFamilies:
 def family_gates(table, inputs, units, weights, x, gates):
     """gates[u, c] = unit u's gate sum on column c of x, for every unit in a family (the
     others' rows are left as they are): a family's panels of 16 units by eight, four, two
-    or one columns in register blocks that read the family's inputs straight from x."""
-    columns = x.shape[1]
+    or one columns in register blocks that read the family's inputs straight from x.
+
+    An input that is exactly 0 in every column is left out: its terms are `w * 0`, ±0 (a
+    family's weights are finite), and a sum that starts at +0 never becomes -0 (in
+    round-to-nearest `a + b` is -0 only when both are), so adding ±0 to it changes no bit.
+    (In a spliced machine every gate row reads the text gate's dims, 0 on machine tokens.)"""
+    hidden, columns = x.shape
+    nonzero = np.zeros(hidden, dtype=np.bool_)
+    for row in range(hidden):
+        for c in range(columns):
+            if x[row, c] != np.float32(0.0):            # a NaN counts as nonzero
+                nonzero[row] = True
+                break
+    most_reads = 0
+    for family in range(table.shape[0]):
+        most_reads = max(most_reads, table[family, 1] - table[family, 0])
+    panel_rows = np.empty(most_reads, dtype=np.int64)
+    x_rows = np.empty(most_reads, dtype=np.int64)
     running = np.empty((columns, PANEL_ROWS), dtype=np.float32)
     for family in range(table.shape[0]):
         first_input, last_input = table[family, 0], table[family, 1]
         first_unit, last_unit = table[family, 2], table[family, 3]
         reads, count = last_input - first_input, last_unit - first_unit
-        rows = inputs[first_input:last_input]
+        terms = 0
+        for j in range(reads):
+            source = inputs[first_input + j]
+            if nonzero[source]:
+                panel_rows[terms] = j
+                x_rows[terms] = source
+                terms += 1
         panel_size = reads * PANEL_ROWS
         for p in range(-(-count // PANEL_ROWS)):
             start = table[family, 4] + p * panel_size
@@ -117,16 +142,16 @@ def family_gates(table, inputs, units, weights, x, gates):
             running[:, :] = 0.0
             column = 0
             while column + 8 <= columns:
-                _EIGHT_COLUMNS(panel, x, running, 0, reads, column, rows)
+                _EIGHT_COLUMNS(panel, x, running, 0, terms, column, panel_rows, x_rows)
                 column += 8
             if column + 4 <= columns:
-                _FOUR_COLUMNS(panel, x, running, 0, reads, column, rows)
+                _FOUR_COLUMNS(panel, x, running, 0, terms, column, panel_rows, x_rows)
                 column += 4
             if column + 2 <= columns:
-                _TWO_COLUMNS(panel, x, running, 0, reads, column, rows)
+                _TWO_COLUMNS(panel, x, running, 0, terms, column, panel_rows, x_rows)
                 column += 2
             if column < columns:
-                _ONE_COLUMN(panel, x, running, 0, reads, column, rows)
+                _ONE_COLUMN(panel, x, running, 0, terms, column, panel_rows, x_rows)
             first_member = first_unit + p * PANEL_ROWS
             for r in range(min(PANEL_ROWS, count - p * PANEL_ROWS)):
                 unit = np.uint64(units[first_member + r])

@@ -56,7 +56,7 @@ def _broadcast(builder, value):
 
 @lru_cache(maxsize=None)
 def block_product(columns: int, gathered: bool = False):
-    """The kernel `block(panel, x, sums, start, stop, column, x_rows)`:
+    """The kernel `block(panel, x, sums, start, stop, column, panel_rows, x_rows)`:
 
         for k in start .. stop - 1, ascending, for j in 0 .. columns - 1, r in 0 .. LANES - 1:
             sums[column + j, r] = sums[column + j, r] + panel[k, r] * x[k, column + j]
@@ -64,12 +64,12 @@ def block_product(columns: int, gathered: bool = False):
     with every sum of the block held in a register from the first term to the last.
     `panel` is a C-contiguous [inner, LANES] array of float32 or uint16 (bfloat16 bits),
     `x` float32 [inner, any] in any layout, `sums` a C-contiguous float32 [any, LANES].
-    `gathered`: term k reads x's row `x_rows[k]` (int64) instead of row k, so a product
-    over some of x's rows needs no copy of them; otherwise `x_rows` is not read (pass any
-    int64 array)."""
+    `gathered`: term k is instead `panel[panel_rows[k]] * x[x_rows[k]]` (int64 indices),
+    so a product over some of the panel's rows and some of x's needs no copy of them;
+    otherwise `panel_rows` and `x_rows` are not read (pass any int64 arrays)."""
 
     @intrinsic
-    def block(typingctx, panel, x, sums, start, stop, column, x_rows):
+    def block(typingctx, panel, x, sums, start, stop, column, panel_rows, x_rows):
         def is_array(value, ndim, dtypes, layouts):
             return (isinstance(value, types.Array) and value.ndim == ndim
                     and value.dtype in dtypes and value.layout in layouts)
@@ -77,6 +77,7 @@ def block_product(columns: int, gathered: bool = False):
         if not (is_array(panel, 2, (types.float32, types.uint16), "C")
                 and is_array(x, 2, (types.float32,), "CFA")
                 and is_array(sums, 2, (types.float32,), "C")
+                and is_array(panel_rows, 1, (types.int64,), "CA")
                 and is_array(x_rows, 1, (types.int64,), "CA")
                 and all(isinstance(n, types.Integer) for n in (start, stop, column))):
             return None
@@ -87,9 +88,15 @@ def block_product(columns: int, gathered: bool = False):
                       for kind, value in zip(signature.args[:3], args[:3])]
             first, last, first_column = (context.cast(builder, value, kind, types.intp)
                                          for value, kind in zip(args[3:6], signature.args[3:6]))
-            rows_type = signature.args[6]
-            rows_array = context.make_array(rows_type)(context, builder, args[6])
             zero = ir.Constant(first.type, 0)
+
+            def index(which, k):
+                """Entry k of the int64 array argument `which` (panel_rows or x_rows)."""
+                kind = signature.args[which]
+                array = context.make_array(kind)(context, builder, args[which])
+                return builder.load(cgutils.get_item_pointer2(
+                    context, builder, array.data, cgutils.unpack_tuple(builder, array.shape),
+                    cgutils.unpack_tuple(builder, array.strides), kind.layout, [k]))
 
             def pointer(which, row, column):
                 array, kind = arrays[which], signature.args[which]
@@ -115,17 +122,11 @@ def block_product(columns: int, gathered: bool = False):
 
             step = ir.Constant(first.type, 1)
             with cgutils.for_range_slice(builder, first, last, step) as (k, _):
+                panel_row, x_row = (index(6, k), index(7, k)) if gathered else (k, k)
                 loaded = builder.load(
-                    vector_pointer(0, k, zero, context.get_value_type(weight_type)),
+                    vector_pointer(0, panel_row, zero, context.get_value_type(weight_type)),
                     align=weight_type.bitwidth // 8)
                 weights = _widened(builder, loaded, weight_type)
-                x_row = k
-                if gathered:
-                    x_row = builder.load(cgutils.get_item_pointer2(
-                        context, builder, rows_array.data,
-                        cgutils.unpack_tuple(builder, rows_array.shape),
-                        cgutils.unpack_tuple(builder, rows_array.strides), rows_type.layout,
-                        [k]))
                 for j, slot in enumerate(registers):
                     value = builder.load(pointer(1, x_row, nth_column(j)))
                     term = builder.fmul(weights, _broadcast(builder, value))
@@ -135,6 +136,6 @@ def block_product(columns: int, gathered: bool = False):
                 builder.store(builder.load(slot), where, align=4)
             return context.get_dummy_value()
 
-        return types.none(panel, x, sums, start, stop, column, x_rows), codegen
+        return types.none(panel, x, sums, start, stop, column, panel_rows, x_rows), codegen
 
     return block

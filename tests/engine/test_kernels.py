@@ -232,18 +232,24 @@ def test_gate_families_are_units_reading_the_same_inputs():
             row = gate.indptr[unit], gate.indptr[unit + 1]
             assert np.array_equal(gate.indices[row[0]:row[1]], reads)
             assert np.array_equal(weights[:, member], gate.data[row[0]:row[1]])
+    gate.data[gate.indptr[31]] = np.inf          # an infinite weight: 30..37 are no family
+    assert GateFamilies.of(gate.indptr, gate.indices, gate.data).table.shape[0] == 2
 
 
 @pytest.mark.parametrize("columns", [1, 2, 5, 8, 13])
 def test_gate_families_take_the_rows_own_sums(columns):
     """The MLP with its gate families (dense products) is the MLP without them, to the bit:
-    twins inside a family, units live in some columns and dead in others."""
+    twins inside a family, units live in some columns and dead in others, inputs that are
+    0 or -0 in every column (left out of a family's sums) or in some."""
     rng = np.random.default_rng(42)
     hidden = 50
     gate = family_gate(rng, hidden)
     up, down = random_sparse(80, hidden, 0.3, 15), random_sparse(hidden, 80, 0.3, 16)
     x = rng.standard_normal((hidden, columns)).astype(np.float32)
     x[0] = 1.0
+    x[3::4] = 0.0
+    x[5::8] = -0.0
+    x[6::8, ::2] = 0.0
     csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
     arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
     twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)

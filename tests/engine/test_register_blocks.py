@@ -10,17 +10,23 @@ from numba import njit
 from qwengpu.engine.register_blocks import LANES, block_product
 
 
+NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
 def model_sums(panel: np.ndarray, x: np.ndarray, sums: np.ndarray, start: int, stop: int,
-               column: int, columns: int, x_rows: np.ndarray | None) -> np.ndarray:
-    """The block's sums, one float32 operation at a time."""
+               column: int, columns: int, panel_rows: np.ndarray | None = None,
+               x_rows: np.ndarray | None = None) -> np.ndarray:
+    """The block's sums, one float32 operation at a time (term k: panel row
+    `panel_rows[k]` times x's row `x_rows[k]`, or row k of both)."""
     want = sums.copy()
     weights = panel.astype(np.uint32) << 16 if panel.dtype == np.uint16 else panel
     weights = weights.view(np.float32) if panel.dtype == np.uint16 else weights
     for k in range(start, stop):
+        weight_row = k if panel_rows is None else int(panel_rows[k])
         row = k if x_rows is None else int(x_rows[k])
         for j in range(columns):
             for r in range(LANES):
-                term = np.float32(weights[k, r] * x[row, column + j])
+                term = np.float32(weights[weight_row, r] * x[row, column + j])
                 want[column + j, r] = np.float32(want[column + j, r] + term)
     return want
 
@@ -29,8 +35,8 @@ def runner(columns: int, gathered: bool):
     block = block_product(columns, gathered)
 
     @njit
-    def run(panel, x, sums, start, stop, column, x_rows):
-        block(panel, x, sums, start, stop, column, x_rows)
+    def run(panel, x, sums, start, stop, column, panel_rows, x_rows):
+        block(panel, x, sums, start, stop, column, panel_rows, x_rows)
 
     return run
 
@@ -49,22 +55,23 @@ def test_a_block_takes_each_term_in_order(columns, dtype):
         panel = values
     x = rng.standard_normal((45, 2 * (columns + 2))).astype(np.float32)[:, ::2]
     sums = rng.standard_normal((columns + 2, LANES)).astype(np.float32)
-    want = model_sums(panel, x, sums, 3, 40, 1, columns, None)
-    runner(columns, False)(panel, x, sums, 3, 40, 1, np.zeros(0, dtype=np.int64))
+    want = model_sums(panel, x, sums, 3, 40, 1, columns)
+    runner(columns, False)(panel, x, sums, 3, 40, 1, NO_ROWS, NO_ROWS)
     assert np.array_equal(sums.view(np.uint32), want.view(np.uint32))
 
 
 @pytest.mark.parametrize("columns", [1, 8])
 def test_a_gathered_block_reads_the_rows_it_is_given(columns):
-    """`gathered`: term k reads x's row x_rows[k] (rows repeated and out of order); x in
-    Fortran order."""
+    """`gathered`: term k is panel row panel_rows[k] (some left out) times x's row
+    x_rows[k] (rows repeated and out of order); x in Fortran order."""
     rng = np.random.default_rng(50 + columns)
-    panel = rng.standard_normal((12, LANES)).astype(np.float32)
+    panel = rng.standard_normal((16, LANES)).astype(np.float32)
     x = np.asfortranarray(rng.standard_normal((30, columns)).astype(np.float32))
+    panel_rows = np.array([0, 2, 3, 4, 5, 7, 8, 9, 12, 13, 14, 15], dtype=np.int64)
     x_rows = np.array([29, 0, 7, 7, 3, 15, 2, 28, 11, 0, 5, 19], dtype=np.int64)
     sums = np.zeros((columns, LANES), dtype=np.float32)
-    want = model_sums(panel, x, sums, 0, 12, 0, columns, x_rows)
-    runner(columns, True)(panel, x, sums, 0, 12, 0, x_rows)
+    want = model_sums(panel, x, sums, 0, 12, 0, columns, panel_rows, x_rows)
+    runner(columns, True)(panel, x, sums, 0, 12, 0, panel_rows, x_rows)
     assert np.array_equal(sums.view(np.uint32), want.view(np.uint32))
 
 
@@ -78,8 +85,8 @@ def test_special_values_pass_through_a_block():
     x = np.array([[2.0], [1e-3], [-0.0], [5.0], [1e30], [-1.0]], dtype=np.float32)
     sums = np.full((1, LANES), -0.0, dtype=np.float32)
     with np.errstate(all="ignore"):
-        want = model_sums(panel, x, sums, 0, 6, 0, 1, None)
-    runner(1, False)(panel, x, sums, 0, 6, 0, np.zeros(0, dtype=np.int64))
+        want = model_sums(panel, x, sums, 0, 6, 0, 1)
+    runner(1, False)(panel, x, sums, 0, 6, 0, NO_ROWS, NO_ROWS)
     assert np.array_equal(np.isnan(sums), np.isnan(want))
     finite = ~np.isnan(want)
     assert np.array_equal(sums[finite].view(np.uint32), want[finite].view(np.uint32))
