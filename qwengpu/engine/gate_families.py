@@ -30,15 +30,6 @@ from qwengpu.engine.register_blocks import block_product
 # the fewest units that share a gate row's inputs for them to be taken as a family (fewer,
 # and most of a panel's 16 rows would be padding)
 FAMILY_UNITS = 8
-# A family whose rows read at least this many inputs is `LONG` and taken on one or two
-# columns too, where others are summed row by row: on one column a family's panels, padded
-# to 16 units, pay only where the rows are long and mostly read zeros (a spliced machine's
-# rows all read the text gate's dims, 0 on machine tokens, and read 53 inputs or more; the
-# compiled machine alone reads 8 at the median, and ran 25% slower a token with its families
-# on one column)
-LONG_READS = 32
-# `in_family` codes: no family, a family, a long one
-NO_FAMILY, FAMILY, LONG = 0, 1, 2
 
 _EIGHT_COLUMNS, _FOUR_COLUMNS, _TWO_COLUMNS, _ONE_COLUMN = (
     block_product(columns, gathered=True) for columns in (8, 4, 2, 1))
@@ -49,16 +40,13 @@ class GateFamilies:
     """A layer's gate families, flat for the kernels: family f's inputs are
     `inputs[table[f, 0]:table[f, 1]]`, its units `units[table[f, 2]:table[f, 3]]` (ascending),
     its weights `weights[table[f, 4]:...]`, packed panels [ceil(units / PANEL_ROWS), inputs,
-    PANEL_ROWS]; the `LONG` families first.  `in_family[u]`: whether unit u's gate sum comes
-    from its family (`FAMILY`, or `LONG` where that family is long)."""
-
-    NO_FAMILY, FAMILY, LONG = NO_FAMILY, FAMILY, LONG
+    PANEL_ROWS].  `in_family[u]`: unit u's gate sum comes from its family."""
 
     table: np.ndarray          # int64 [families, 5]
     inputs: np.ndarray         # int64
     units: np.ndarray          # int64
     weights: np.ndarray        # float32
-    in_family: np.ndarray      # int8 [units]
+    in_family: np.ndarray      # bool [units]
 
     @classmethod
     def of(cls, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> "GateFamilies":
@@ -72,11 +60,11 @@ class GateFamilies:
             if key:
                 members.setdefault(key, []).append(unit)
         table, inputs, family_units, weights = [], [], [], []
-        in_family = np.zeros(units, dtype=np.int8)
+        in_family = np.zeros(units, dtype=np.bool_)
         input_count = unit_count = weight_count = 0
-        families = [family for family in members.values() if len(family) >= FAMILY_UNITS]
-        families.sort(key=lambda family: indptr[family[0] + 1] - indptr[family[0]] < LONG_READS)
-        for family in families:
+        for family in members.values():
+            if len(family) < FAMILY_UNITS:
+                continue
             first = family[0]
             reads = indices[indptr[first]:indptr[first + 1]].astype(np.int64)
             rows = np.stack([data[indptr[unit]:indptr[unit + 1]] for unit in family])
@@ -88,7 +76,7 @@ class GateFamilies:
             inputs.append(reads)
             family_units.append(np.array(family, dtype=np.int64))
             weights.append(panels.reshape(-1))
-            in_family[family] = LONG if reads.size >= LONG_READS else FAMILY
+            in_family[family] = True
             input_count += reads.size
             unit_count += len(family)
             weight_count += panels.size
@@ -105,7 +93,7 @@ class GateFamilies:
         """No families (a dense gate, or none wanted)."""
         return cls(np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64),
                    np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32),
-                   np.zeros(units, dtype=np.int8))
+                   np.zeros(units, dtype=np.bool_))
 
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -114,20 +102,16 @@ class GateFamilies:
 
 
 @njit(cache=True, nogil=True)
-def family_gates(table, inputs, units, weights, x, gates, only_long):
-    """gates[u, c] = unit u's gate sum on column c of x, for every unit in a family (with
-    `only_long`, a `LONG` one; the others' rows are left as they are): a family's panels of
-    16 units by eight, four, two or one columns in register blocks that read the family's
-    inputs straight from x.
+def family_gates(table, inputs, units, weights, x, gates):
+    """gates[u, c] = unit u's gate sum on column c of x, for every unit in a family (the
+    others' rows are left as they are): a family's panels of 16 units by eight, four, two
+    or one columns in register blocks that read the family's inputs straight from x.
 
     An input that is exactly 0 in every column is left out: its terms are `w * 0`, ±0 (a
     family's weights are finite), and a sum that starts at +0 never becomes -0 (in
     round-to-nearest `a + b` is -0 only when both are), so adding ±0 to it changes no bit.
     (In a spliced machine every gate row reads the text gate's dims, 0 on machine tokens.)"""
     hidden, columns = x.shape
-    families = table.shape[0]
-    if families == 0 or (only_long and table[0, 1] - table[0, 0] < LONG_READS):
-        return                                         # the long families come first
     nonzero = np.zeros(hidden, dtype=np.bool_)
     for row in range(hidden):
         for c in range(columns):
@@ -135,17 +119,15 @@ def family_gates(table, inputs, units, weights, x, gates, only_long):
                 nonzero[row] = True
                 break
     most_reads = 0
-    for family in range(families):
+    for family in range(table.shape[0]):
         most_reads = max(most_reads, table[family, 1] - table[family, 0])
     panel_rows = np.empty(most_reads, dtype=np.int64)
     x_rows = np.empty(most_reads, dtype=np.int64)
     running = np.empty((columns, PANEL_ROWS), dtype=np.float32)
-    for family in range(families):
+    for family in range(table.shape[0]):
         first_input, last_input = table[family, 0], table[family, 1]
         first_unit, last_unit = table[family, 2], table[family, 3]
         reads, count = last_input - first_input, last_unit - first_unit
-        if only_long and reads < LONG_READS:
-            break                                      # the long families come first
         terms = 0
         for j in range(reads):
             source = inputs[first_input + j]

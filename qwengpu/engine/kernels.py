@@ -30,7 +30,7 @@ import math
 import numpy as np
 from numba import njit
 
-from qwengpu.engine.gate_families import LONG, LONG_READS, NO_FAMILY, family_gates
+from qwengpu.engine.gate_families import family_gates
 
 # Up to this many columns, a kernel runs column by column with scalar sums: for one or two
 # columns that beats the loops over columns, which pay off from about four.
@@ -247,26 +247,22 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, family_table, fami
     once for both), each row's terms in its own order, so the sums are the same as one row
     at a time.  Whether a unit is live is a count over the columns, not a search that stops
     at the first live one: the count runs in vector registers, and most units are dead.
-    The gate sums of the units in a family (`family_*`, `in_family`: `gate_families`) are
-    taken first, as small dense products that load each input once for 16 units and every
-    column: the same sums.  With few columns `_mlp_add_column` takes each column with
-    scalar sums, row by row but for the units of a long family (`gate_families.LONG_READS`:
-    on one column a family's panels, padded to 16 units, pay only where its rows are long
-    and read mostly zeros)."""
+    With few columns `_mlp_add_column` takes each column with scalar sums, row by row.  With
+    more, the gate sums of the units in a family (`family_*`, `in_family`:
+    `gate_families`) are taken first, as small dense products that load each input once
+    for 16 units and every column: the same sums.  (On one column a family's panels, padded
+    to 16 units, read more bytes than its CSR rows: the compiled machine alone ran 12%
+    slower a token with them.)"""
     dims, columns = x.shape
+    if columns <= FEW_COLUMNS:
+        for column in range(columns):
+            _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr,
+                            up_indices, up_data, down_indptr, down_indices, down_data,
+                            x[:, column], residual[:, column])
+        return
     gates = np.empty((in_family.shape[0] if family_table.shape[0] else 0, columns),
                      dtype=np.float32)
-    family_gates(family_table, family_inputs, family_units, family_weights, x, gates,
-                 columns <= FEW_COLUMNS)
-    if columns <= FEW_COLUMNS:
-        any_long = family_table.shape[0] > 0 and \
-            family_table[0, 1] - family_table[0, 0] >= LONG_READS      # long ones first
-        for column in range(columns):
-            _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, any_long,
-                            in_family, gates[:, column], up_indptr, up_indices, up_data,
-                            down_indptr, down_indices, down_data, x[:, column],
-                            residual[:, column])
-        return
+    family_gates(family_table, family_inputs, family_units, family_weights, x, gates)
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
     down_outputs = down_indices.view(np.uint32)
     total = np.zeros((residual.shape[0], columns), dtype=np.float32)
@@ -278,7 +274,7 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, family_table, fami
     while unit < units:
         start, stop = np.uint64(gate_indptr[unit]), np.uint64(gate_indptr[unit + 1])
         count = 2 if gate_twins[unit] else 1           # twins are in a family together or not
-        if in_family[unit] != NO_FAMILY:
+        if in_family[unit]:
             for twin in range(count):
                 for column in range(columns):
                     sums[twin, column] = gates[unit + twin, column]
@@ -382,15 +378,12 @@ def _add_twin_row_terms(inputs, data, start, stop, x, first, second):
 
 
 @njit(cache=True, nogil=True)
-def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, any_long, in_family,
-                    gates, up_indptr, up_indices, up_data, down_indptr, down_indices,
-                    down_data, x, residual):
+def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indices,
+                    up_data, down_indptr, down_indices, down_data, x, residual):
     """`mlp_add` for a single column (vectors), with scalar sums.  A unit and its twin (the
     next unit, whose gate row has the same columns: the two units of a step) gather each
     input once and keep two running sums, each row's terms still added in its own order,
-    so the sums are those of one row at a time; the units then go on one after the other.
-    A unit in a long family has its gate sum in `gates` already (`any_long`: there is one;
-    a test outside the loop over the units, where there is none)."""
+    so the sums are those of one row at a time; the units then go on one after the other."""
     values = np.empty(x.shape[0], dtype=np.float32)      # the column, contiguous
     values[:] = x
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
@@ -403,12 +396,7 @@ def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, any_long, 
         first = np.float32(0.0)
         second = np.float32(0.0)
         count = 1
-        if any_long and in_family[unit] == LONG:
-            first = gates[unit]
-            if gate_twins[unit]:
-                second = gates[unit + 1]
-                count = 2
-        elif gate_twins[unit]:
+        if gate_twins[unit]:
             offset = stop - start
             for k in range(start, stop):
                 value = values[gate_inputs[k]]

@@ -291,7 +291,7 @@ class Weights:
                                        if isinstance(layer.mixer, AttentionMixer)),
                 "mlp_units": sum(len(layer.mlp.units) for layer in self.layers if layer.mlp),
                 "gate_families": sum(mlp.families.table.shape[0] for mlp in mlps),
-                "family_units": sum(int(np.count_nonzero(mlp.families.in_family)) for mlp in mlps),
+                "family_units": int(sum(mlp.families.in_family.sum() for mlp in mlps)),
                 "family_bytes": sum(mlp.families.weights.nbytes for mlp in mlps)}
 
 
