@@ -26,9 +26,10 @@ PANEL_ROWS = LANES
 # panel from memory once and from the first-level cache after.
 PANEL_TERMS = 512
 
-_EIGHT_COLUMNS, _FOUR_COLUMNS = block_product(8), block_product(4)
-_TWO_COLUMNS, _ONE_COLUMN = block_product(2), block_product(1)
-_NO_ROWS = np.zeros(0, dtype=np.int64)    # a block's panel_rows and x_rows: not read
+_EIGHT, _FOUR, _TWO, _ONE = (block_product(columns) for columns in (8, 4, 2, 1))
+_EIGHT_GATHERED, _FOUR_GATHERED, _TWO_GATHERED, _ONE_GATHERED = (
+    block_product(columns, gathered=True) for columns in (8, 4, 2, 1))
+_NO_ROWS = np.zeros(0, dtype=np.int64)    # `add_panel_terms`' rows: those of the terms
 
 
 def pack_panels(operand: np.ndarray, width: int = PANEL_ROWS) -> np.ndarray:
@@ -80,20 +81,44 @@ def dense_panels(panels, x, out, first, last):
         panel = panels[p]
         sums[:, :] = 0.0
         for start in range(0, inner, PANEL_TERMS):
-            stop = min(inner, start + PANEL_TERMS)
-            column = 0
-            while column + 8 <= columns:
-                _EIGHT_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS, _NO_ROWS)
-                column += 8
-            if column + 4 <= columns:
-                _FOUR_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS, _NO_ROWS)
-                column += 4
-            if column + 2 <= columns:
-                _TWO_COLUMNS(panel, x, sums, start, stop, column, _NO_ROWS, _NO_ROWS)
-                column += 2
-            if column < columns:
-                _ONE_COLUMN(panel, x, sums, start, stop, column, _NO_ROWS, _NO_ROWS)
+            add_panel_terms(panel, x, sums, start, min(inner, start + PANEL_TERMS),
+                            _NO_ROWS, _NO_ROWS)
         base = p * width
         for r in range(min(width, rows - base)):
             for c in range(columns):
                 out[base + r, c] = sums[c, r]
+
+
+@njit(cache=True, nogil=True)
+def add_panel_terms(panel, x, sums, start, stop, panel_rows, x_rows):
+    """sums[c, r] += terms `start` to `stop` - 1 of one panel ([terms, PANEL_ROWS]) times
+    x, for every column c of x, in register blocks of eight columns, then four, two or one.
+    Term k is panel row k times x's row k, or, where `x_rows` is not empty, panel row
+    `panel_rows[k]` times x's row `x_rows[k]` (`block_product(gathered=True)`: some of the
+    panel's rows and some of x's, with no copy of them)."""
+    columns = x.shape[1]
+    gathered = x_rows.shape[0] > 0
+    column = 0
+    while column + 8 <= columns:
+        if gathered:
+            _EIGHT_GATHERED(panel, x, sums, start, stop, column, panel_rows, x_rows)
+        else:
+            _EIGHT(panel, x, sums, start, stop, column, panel_rows, x_rows)
+        column += 8
+    if column + 4 <= columns:
+        if gathered:
+            _FOUR_GATHERED(panel, x, sums, start, stop, column, panel_rows, x_rows)
+        else:
+            _FOUR(panel, x, sums, start, stop, column, panel_rows, x_rows)
+        column += 4
+    if column + 2 <= columns:
+        if gathered:
+            _TWO_GATHERED(panel, x, sums, start, stop, column, panel_rows, x_rows)
+        else:
+            _TWO(panel, x, sums, start, stop, column, panel_rows, x_rows)
+        column += 2
+    if column < columns:
+        if gathered:
+            _ONE_GATHERED(panel, x, sums, start, stop, column, panel_rows, x_rows)
+        else:
+            _ONE(panel, x, sums, start, stop, column, panel_rows, x_rows)

@@ -25,15 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from qwengpu.engine.dense_kernels import PANEL_ROWS, pack_panels
-from qwengpu.engine.register_blocks import block_product
+from qwengpu.engine.dense_kernels import PANEL_ROWS, add_panel_terms, pack_panels
 
 # the fewest units that share a gate row's inputs for them to be taken as a family (fewer,
 # and most of a panel's 16 rows would be padding)
 FAMILY_UNITS = 8
-
-_EIGHT_COLUMNS, _FOUR_COLUMNS, _TWO_COLUMNS, _ONE_COLUMN = (
-    block_product(columns, gathered=True) for columns in (8, 4, 2, 1))
 
 
 @dataclass
@@ -141,18 +137,8 @@ def family_gates(table, inputs, units, weights, x, gates):
             start = table[family, 4] + p * panel_size
             panel = weights[start:start + panel_size].reshape((reads, PANEL_ROWS))
             running[:, :] = 0.0
-            column = 0
-            while column + 8 <= columns:
-                _EIGHT_COLUMNS(panel, x, running, 0, terms, column, panel_rows, x_rows)
-                column += 8
-            if column + 4 <= columns:
-                _FOUR_COLUMNS(panel, x, running, 0, terms, column, panel_rows, x_rows)
-                column += 4
-            if column + 2 <= columns:
-                _TWO_COLUMNS(panel, x, running, 0, terms, column, panel_rows, x_rows)
-                column += 2
-            if column < columns:
-                _ONE_COLUMN(panel, x, running, 0, terms, column, panel_rows, x_rows)
+            if terms:                                  # else every sum is +0
+                add_panel_terms(panel, x, running, 0, terms, panel_rows, x_rows)
             first_member = first_unit + p * PANEL_ROWS
             for r in range(min(PANEL_ROWS, count - p * PANEL_ROWS)):
                 unit = np.uint64(units[first_member + r])
