@@ -5,8 +5,11 @@ from kernels.py as it was before an edit."""
 
 from __future__ import annotations
 
+import ast
 import os
+from pathlib import Path
 
+from qwengpu.engine import numba_cache
 from qwengpu.engine.numba_cache import drop_stale_cache
 
 
@@ -33,3 +36,27 @@ def test_a_cache_older_than_what_it_calls_is_dropped(tmp_path):
 def test_a_folder_without_a_cache_is_left_alone(tmp_path):
     (tmp_path / "kernels.py").write_text("")
     assert drop_stale_cache(tmp_path) == []
+
+
+def test_the_call_graph_is_the_modules_imports():
+    """`CALLS` names, for each engine module with compiled functions, the engine modules
+    with compiled functions that it imports: a new import left out of it would let a stale
+    cache run old code."""
+    folder = Path(numba_cache.__file__).parent
+
+    def compiled(module: str) -> bool:
+        source = (folder / f"{module}.py").read_text()
+        return "@njit" in source or "@intrinsic" in source
+
+    modules = sorted(path.stem for path in folder.glob("*.py") if compiled(path.stem))
+    imports = {}
+    for module in modules:
+        tree = ast.parse((folder / f"{module}.py").read_text())
+        imports[module] = sorted(
+            {node.module.rsplit(".", 1)[1] for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and node.module
+             and node.module.startswith("qwengpu.engine.")} & set(modules))
+    assert imports == {module: sorted(numba_cache.CALLS.get(module, ())) for module in modules}
+    assert numba_cache.CALLS_INTO["fused"] == (
+        "dense_kernels.py", "gate_families.py", "kernels.py", "mixer_kernels.py",
+        "register_blocks.py")
