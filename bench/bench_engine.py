@@ -82,7 +82,7 @@ def time_stock(model, prompt: list[int], batch: int, new_tokens: int
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True,
-                        help="a QwenGPU checkpoint written by hdlc compile")
+                        help="a QwenGPU checkpoint written by hdlc compile or hdlc splice")
     parser.add_argument("--kernel", default="vector_add", help="example whose prompt is fed")
     parser.add_argument("--new-tokens", type=int, default=540,
                         help="tokens the engine writes a row (default 540: ten records)")
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             prefill, decode, ids = time_engine(engine, prompt, batch, count, args.new_tokens)
             rows.append(("sparse", batch, count, prefill, decode, ids))
     engine_peak = peak_rss_gb()
-    figures = engine.weights.figures()
+    figures = getattr(engine, "engine", engine).weights.figures()   # spliced: its engine's
     del engine
     gc.collect()
 

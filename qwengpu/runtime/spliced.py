@@ -84,10 +84,10 @@ class SplicedEngine:
         return _ShiftedSession(self.engine.session(self._shifted(prompts), eos_id=eos,
                                                    **options), self.splice.offset)
 
-    def generate(self, prompts, max_new_tokens: int, eos_id: int, **options):
+    def generate(self, prompts, max_new_tokens: int, eos_id: int | None = None, **options):
         shift = self.splice.offset
-        rows = self.engine.generate(self._shifted(prompts), max_new_tokens, eos_id + shift,
-                                    **options)
+        eos = None if eos_id is None else eos_id + shift
+        rows = self.engine.generate(self._shifted(prompts), max_new_tokens, eos, **options)
         return [[token_id - shift for token_id in row] for row in rows]
 
 
@@ -101,6 +101,10 @@ class _ShiftedSession:
 
     def end(self, row: int) -> None:
         self.session.end(row)
+
+    def __getattr__(self, name: str):
+        """The session's own figures (`steps`, `prefill_seconds`)."""
+        return getattr(self.session, name)
 
 
 class _ShiftedStreamer:

@@ -234,3 +234,24 @@ def test_launch_and_decode_speak_the_spliced_ids(spliced, tmp_path, capsys):
                  "--check", "--json"]) == 0
     expected = json.loads((EXAMPLES / "serial_mad" / "expected.json").read_text())
     assert json.loads(capsys.readouterr().out)["buffers"] == expected["buffers"]
+
+
+def test_the_engine_benchmark_runs_a_spliced_checkpoint(spliced, capsys):
+    """bench/bench_engine.py on a spliced checkpoint (stock transformers left out): the
+    engine speaks the spliced ids, so its rows are the interpreter's trace (exit status 0),
+    and the figures are its engine's."""
+    sys.path.insert(0, str(HERE.parent))
+    from bench_scripts import bench_script
+
+    _, out, options = spliced
+    if options["multimodal"]:
+        pytest.skip("the benchmark does not depend on the form: the text form runs it")
+    capsys.readouterr()
+    code = bench_script("bench_engine").main(
+        ["--model", str(out), "--kernel", "serial_mad", "--new-tokens", "6",
+         "--batches", "1,2", "--threads", "1", "--stock-batches", ""])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    rows = [line.split() for line in printed.splitlines() if line.startswith("sparse ")]
+    assert [row[1] for row in rows] == ["1", "2"] and all(row[-1] == "yes" for row in rows)
+    assert "gate families" in printed
