@@ -176,3 +176,24 @@ def test_qwen35_2b_dims_base(tmp_path):
         logits = model(torch.tensor([ids])).logits[0].float()
     assert torch.isfinite(logits).all()
     assert logits.argmax(dim=-1).unique().numel() > len(ids) // 10
+
+
+def test_the_standin_script_writes_the_2b_shape(tmp_path, capsys):
+    """bench/make_standin.py: Qwen3.5-2B's dimensions at the depth and vocabulary asked for,
+    bfloat16, tied; an existing folder is refused."""
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from bench_scripts import bench_script
+
+    script = bench_script("make_standin")
+    out = tmp_path / "standin"
+    assert script.main([str(out), "--layers", "1", "--vocab-rows", "1024"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    text = config.get("text_config", config)
+    assert (text["num_hidden_layers"], text["hidden_size"], text["intermediate_size"],
+            text["vocab_size"]) == (1, 2048, 6144, 1024)
+    assert config["tie_word_embeddings"] and text["layer_types"] == ["full_attention"]
+    with safe_open(out / "model.safetensors", "pt") as tensors:
+        assert all(tensors.get_tensor(name).dtype == torch.bfloat16 for name in tensors.keys())
+    capsys.readouterr()
+    assert script.main([str(out)]) == 1
+    assert "exists" in capsys.readouterr().err
