@@ -35,7 +35,9 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
     `conv_state[slot, 3, inputs]`), SiLU, l2-normalised q and k (q over
     sqrt(key_head_dim)), beta = sigmoid(b), decay = exp(-exp(A_log) * softplus(a +
     dt_bias)), the delta rule on `state` (recurrent form: decay, read, write, then the output
-    read), the gated RMSNorm.  `out` gets the normed, gated output of each live value head
+    read; two passes over the state, of which only the second writes it:
+    tests/engine/test_deltanet_model.py holds them to the four passes, to the bit), the
+    gated RMSNorm.  `out` gets the normed, gated output of each live value head
     ([heads * value_head_dim, columns]).
 
     `state[slot, head]` holds only the part of a head's memory that can ever be nonzero
@@ -101,38 +103,46 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
             live_rows, live_columns = state_row_count[head], state_column_count[head]
             rows_of = state_rows[head].view(np.uint64)
             columns_of = state_columns[head].view(np.uint64)
-            # the decay, and the key's read of each row just after its decay (one pass, the
-            # rows in order: each sum takes its terms in the order two passes would); the
-            # rows the key or the query reads (a zero entry reads and writes nothing; a row
-            # outside the live ones is 0, so the query reads nothing there either)
+            # The key's read of each decayed row, the decayed value not stored: this pass
+            # only reads the state.  The rows the key or the query reads (a zero entry
+            # reads and writes nothing; a row outside the live ones is 0, so the query reads
+            # nothing there either).
             decays = decay != np.float32(1.0)          # S * 1 == S
             count = 0
             kv_memory[:live_columns] = 0.0
             for n in range(live_rows):
-                if decays:
-                    for c in range(live_columns):
-                        memory[n, c] *= decay
                 i = rows_of[n]
                 weight = key[key_base + i]
                 if weight != 0.0 or query[key_base + i] != 0.0:
                     touched[count] = np.uint64(n)
                     count += 1
                 if weight != 0.0:
-                    for c in range(live_columns):
-                        kv_memory[c] += memory[n, c] * weight
+                    if decays:
+                        for c in range(live_columns):
+                            kv_memory[c] += (memory[n, c] * decay) * weight
+                    else:
+                        for c in range(live_columns):
+                            kv_memory[c] += memory[n, c] * weight
             for c in range(live_columns):
                 delta[c] = (mixed[np.uint64(value_base) + columns_of[c]] - kv_memory[c]) * beta
-            # the write, then the output read of the same row (the read needs only its own
-            # row written): one pass, rows in order, as the two passes would take them; the
-            # live columns' sums, then the head's output with 0 in the others
+            # The one pass that writes: each row decayed (the same product as the read's),
+            # the key's write added, then the output read of the row just written (the read
+            # needs only its own row), rows in order, as separate passes would take them.
+            # With no decay only the rows the key or the query reads are visited.
             read[:live_columns] = 0.0
-            for t in range(count):
-                n = touched[t]
+            for t in range(live_rows if decays else count):
+                n = np.uint64(t) if decays else touched[t]
                 i = rows_of[n]
                 weight = key[key_base + i]
-                if weight != 0.0:
+                if weight != 0.0 and decays:
+                    for c in range(live_columns):
+                        memory[n, c] = memory[n, c] * decay + weight * delta[c]
+                elif weight != 0.0:
                     for c in range(live_columns):
                         memory[n, c] += weight * delta[c]
+                elif decays:
+                    for c in range(live_columns):
+                        memory[n, c] *= decay
                 weight = query[key_base + i]
                 if weight != 0.0:
                     for c in range(live_columns):
