@@ -80,6 +80,8 @@ def matmul(matrix: Matrix, x: np.ndarray, workers: Workers | None = None) -> np.
         if matrix.transposed_products:
             raise ValueError("a matrix kept for products with its transpose (down_by_unit)")
         dense_into(matrix.stored, x, out, workers)
+        if matrix.wide is not None:           # its rows that are not bfloat16s
+            out[matrix.wide_rows] = matmul(matrix.wide, x, workers)
     else:
         kernels.csr_matmul(matrix.indptr, matrix.indices, matrix.data, x, out)
     return out

@@ -38,6 +38,10 @@ from qwengpu.engine.kernels import twin_rows
 from qwengpu.errors import UserError
 
 DENSE_ABOVE = 0.25           # a matrix with more nonzeros than this fraction is kept dense
+# a dense matrix keeps bfloat16 panels, and beside them its rows that are not bfloat16s
+# (`Matrix.wide`), while those are at most this fraction of its rows: no more bytes than
+# float32 panels of every row
+WIDE_ROWS_AT_MOST = 0.5
 CONV_KERNEL = 4              # the causal conv's taps (Qwen3.5: the token and 3 before it)
 SUPPORTED_DTYPES = {"float32", "bfloat16"}
 
@@ -61,7 +65,13 @@ class Matrix:
     [panels, inner, PANEL_ROWS], a panel's weights one contiguous run the sums of its rows
     advance along): of its transpose, [columns, rows], for `matrix @ x`; of itself, [rows,
     columns], where `transposed_products` says the engine multiplies by the matrix's
-    transpose (`Mlp.down_by_unit`).  `dense` is the [rows, columns] values either way."""
+    transpose (`Mlp.down_by_unit`).  `dense` is the [rows, columns] values either way.
+
+    A dense matrix whose rows are bfloat16s but for a few (a spliced checkpoint's embedding
+    and `lm_head`: the base's rows bf16, the machine tokens' float32) keeps its panels as
+    bfloat16 bits, those few rows left 0 there, and the few rows, `wide_rows` (ascending),
+    as a matrix of their own, `wide` (float32, dense or CSR): a product takes their sums
+    from it, the same sums, and reads half the bytes for the rest."""
 
     rows: int
     columns: int
@@ -70,6 +80,8 @@ class Matrix:
     data: np.ndarray | None = None
     stored: np.ndarray | None = None
     transposed_products: bool = False
+    wide_rows: np.ndarray | None = None          # int64, ascending
+    wide: "Matrix | None" = None                 # [len(wide_rows), columns]
 
     @classmethod
     def of(cls, tensor: torch.Tensor, transposed_products: bool = False) -> "Matrix":
@@ -81,8 +93,15 @@ class Matrix:
         if int(torch.count_nonzero(tensor)) > DENSE_ABOVE * rows * columns:
             values = tensor.numpy()
             bits = values.view(np.uint32)
-            if not np.any(bits & np.uint32(0xFFFF)):
+            wide = (bits & np.uint32(0xFFFF)).any(axis=1)
+            if not wide.any():
                 values = (bits >> np.uint32(16)).astype(np.uint16)
+            elif not transposed_products and wide.sum() <= WIDE_ROWS_AT_MOST * rows:
+                wide_rows = np.flatnonzero(wide).astype(np.int64)
+                halves = (bits >> np.uint32(16)).astype(np.uint16)
+                halves[wide_rows] = 0
+                return cls(rows, columns, stored=pack_panels(halves.T), wide_rows=wide_rows,
+                           wide=cls.of(tensor[torch.from_numpy(wide_rows)]))
             stored = pack_panels(values if transposed_products else values.T)
             return cls(rows, columns, stored=stored, transposed_products=transposed_products)
         return cls.csr(tensor)
@@ -101,7 +120,8 @@ class Matrix:
 
     @property
     def bf16(self) -> bool:
-        """Dense, its weights all bfloat16s, `stored` as their bits (uint16)."""
+        """Dense, its panels bfloat16 bits (uint16): every weight a bfloat16 but those of
+        `wide_rows`, if any."""
         return self.stored is not None and self.stored.dtype == np.uint16
 
     @property
@@ -117,25 +137,47 @@ class Matrix:
             return None
         operand = unpack_panels(self.stored, self.product_rows)
         values = widen_bf16(operand) if self.bf16 else operand
-        return values if self.transposed_products else np.ascontiguousarray(values.T)
+        values = values if self.transposed_products else np.ascontiguousarray(values.T)
+        if self.wide is not None:
+            values[self.wide_rows] = self.wide.rows_of(np.arange(self.wide.rows))
+        return values
+
+    def rows_of(self, ids: np.ndarray) -> np.ndarray:
+        """float32 rows `ids` of a matrix kept for `matrix @ x`, [len(ids), columns]."""
+        if self.stored is not None:
+            return np.ascontiguousarray(self.columns_of(ids).T)
+        picked = np.zeros((ids.shape[0], self.columns), dtype=np.float32)
+        for row, source in enumerate(ids.tolist()):
+            start, stop = self.indptr[source], self.indptr[source + 1]
+            picked[row, self.indices[start:stop]] = self.data[start:stop]
+        return picked
 
     def columns_of(self, ids: np.ndarray) -> np.ndarray:
         """float32 columns `ids` of the stored operand, [inner, len(ids)] (the embedding's
         columns for some tokens)."""
         picked = np.ascontiguousarray(self.stored[ids // PANEL_ROWS, :, ids % PANEL_ROWS].T)
-        return widen_bf16(picked) if self.bf16 else picked
+        picked = widen_bf16(picked) if self.bf16 else picked
+        if self.wide is not None:
+            where = np.searchsorted(self.wide_rows, ids)
+            found = where < self.wide_rows.shape[0]
+            found[found] = self.wide_rows[where[found]] == ids[found]
+            if found.any():
+                picked[:, found] = self.wide.rows_of(where[found]).T
+        return picked
 
     @property
     def nonzeros(self) -> int:
+        wide = self.wide.nonzeros if self.wide is not None else 0
         if self.bf16:                         # a weight is zero when its bits but the sign are
-            return int(np.count_nonzero(self.stored & np.uint16(0x7FFF)))
+            return int(np.count_nonzero(self.stored & np.uint16(0x7FFF))) + wide
         return int(np.count_nonzero(self.stored)) if self.stored is not None \
             else int(self.data.shape[0])
 
     @property
     def nbytes(self) -> int:
         if self.stored is not None:
-            return self.stored.nbytes
+            wide = self.wide.nbytes + self.wide_rows.nbytes if self.wide is not None else 0
+            return self.stored.nbytes + wide
         return self.indptr.nbytes + self.indices.nbytes + self.data.nbytes
 
 

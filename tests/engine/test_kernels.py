@@ -153,9 +153,34 @@ def test_bf16_weights_are_held_in_16_bits_and_take_the_same_sums(columns):
 
 def test_float32_values_that_are_bf16s_are_held_in_16_bits_and_others_are_not():
     weight = bf16_weights(40, 30, 14).to(torch.float32)
-    assert Matrix.of(weight).bf16
-    weight[5, 7] = 1.0 + 2.0 ** -20
+    assert Matrix.of(weight).bf16 and Matrix.of(weight).wide is None
+    weight[:21, 7] = 1.0 + 2.0 ** -20                   # more than half the rows: float32
     assert not Matrix.of(weight).bf16 and Matrix.of(weight).stored.dtype == np.float32
+
+
+@pytest.mark.parametrize("columns, sparse", [(1, False), (3, True), (8, False), (8, True)])
+def test_rows_that_are_not_bf16s_are_kept_wide_beside_the_16_bit_panels(columns, sparse):
+    """A spliced embedding: 300 rows of bfloat16s, 40 of them (a run and some alone) float32
+    values, kept as a dense matrix of their own or, mostly zero (`sparse`), as CSR.  Its
+    products, `dense`, `columns_of` (the embedding's lookup) and `nonzeros` are the float32
+    matrix's, to the bit."""
+    rng = np.random.default_rng(31)
+    weight = bf16_weights(300, 64, 32).to(torch.float32)
+    wide_rows = np.concatenate([np.arange(100, 130), rng.choice(100, 10, replace=False)])
+    exact = torch.from_numpy(rng.standard_normal((wide_rows.size, 64)).astype(np.float32))
+    exact[::1 if sparse else 2, 8:] = 0.0                  # all or half of them mostly 0
+    weight[torch.from_numpy(wide_rows)] = exact
+    mixed, csr = Matrix.of(weight), Matrix.csr(weight)
+    assert mixed.bf16 and np.array_equal(mixed.wide_rows, np.sort(wide_rows))
+    assert mixed.wide.rows == 40 and mixed.nbytes < 300 * 64 * 4
+    assert (mixed.wide.stored is None) == sparse
+    assert np.array_equal(mixed.dense.view(np.uint32), weight.numpy().view(np.uint32))
+    assert mixed.nonzeros == csr.nonzeros
+    x = rng.standard_normal((64, columns)).astype(np.float32)
+    assert np.array_equal(matmul(mixed, x).view(np.uint32), matmul(csr, x).view(np.uint32))
+    ids = np.array([0, 105, 3, 299, 129, 130, int(wide_rows[-1]), 105])
+    assert np.array_equal(mixed.columns_of(ids).view(np.uint32),
+                          np.ascontiguousarray(weight.numpy().T[:, ids]).view(np.uint32))
 
 
 @pytest.mark.parametrize("columns", [1, 5])
