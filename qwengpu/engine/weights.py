@@ -51,6 +51,24 @@ def widen_bf16(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
+_ROWS_A_BLOCK = 4096          # `_bf16_halves` reads a matrix this many rows at a time
+
+
+def _bf16_halves(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The high 16 bits of float32 values [rows, columns] (uint16: their bfloat16 bits where
+    the low 16 are zero), and per row whether any value's low 16 bits are not zero; a block
+    of rows at a time, so that no temporary is the size of the matrix (an `lm_head` of
+    248,320 rows is 2 GB of float32)."""
+    bits = values.view(np.uint32)
+    halves = np.empty(values.shape, dtype=np.uint16)
+    wide = np.empty(values.shape[0], dtype=np.bool_)
+    for start in range(0, values.shape[0], _ROWS_A_BLOCK):
+        block = bits[start:start + _ROWS_A_BLOCK]
+        halves[start:start + _ROWS_A_BLOCK] = block >> np.uint32(16)
+        wide[start:start + _ROWS_A_BLOCK] = (block & np.uint32(0xFFFF)).any(axis=1)
+    return halves, wide
+
+
 class CheckpointError(UserError):
     """A directory that is not a Qwen3.5 checkpoint the engine can run, and why."""
 
@@ -92,13 +110,11 @@ class Matrix:
         rows, columns = tensor.shape
         if int(torch.count_nonzero(tensor)) > DENSE_ABOVE * rows * columns:
             values = tensor.numpy()
-            bits = values.view(np.uint32)
-            wide = (bits & np.uint32(0xFFFF)).any(axis=1)
+            halves, wide = _bf16_halves(values)
             if not wide.any():
-                values = (bits >> np.uint32(16)).astype(np.uint16)
+                values = halves
             elif not transposed_products and wide.sum() <= WIDE_ROWS_AT_MOST * rows:
                 wide_rows = np.flatnonzero(wide).astype(np.int64)
-                halves = (bits >> np.uint32(16)).astype(np.uint16)
                 halves[wide_rows] = 0
                 return cls(rows, columns, stored=pack_panels(halves.T), wide_rows=wide_rows,
                            wide=cls.of(tensor[torch.from_numpy(wide_rows)]))
