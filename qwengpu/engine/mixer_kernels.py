@@ -104,7 +104,8 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
             rows_of = state_rows[head].view(np.uint64)
             columns_of = state_columns[head].view(np.uint64)
             # The key's read of each decayed row, the decayed value not stored: this pass
-            # only reads the state.  The rows the key or the query reads (a zero entry
+            # only reads the state.  It lists the rows the write pass visits: every live row
+            # where the state decays, else the rows the key or the query reads (a zero entry
             # reads and writes nothing; a row outside the live ones is 0, so the query reads
             # nothing there either).
             decays = decay != np.float32(1.0)          # S * 1 == S
@@ -113,7 +114,7 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
             for n in range(live_rows):
                 i = rows_of[n]
                 weight = key[key_base + i]
-                if weight != 0.0 or query[key_base + i] != 0.0:
+                if decays or weight != 0.0 or query[key_base + i] != 0.0:
                     touched[count] = np.uint64(n)
                     count += 1
                 if weight != 0.0:
@@ -128,10 +129,11 @@ def deltanet_columns(projected, slots, conv_channel, conv_weight, conv_state, ke
             # The one pass that writes: each row decayed (the same product as the read's),
             # the key's write added, then the output read of the row just written (the read
             # needs only its own row), rows in order, as separate passes would take them.
-            # With no decay only the rows the key or the query reads are visited.
+            # The rows visited are the touched ones: every live row where the state decays,
+            # else those the key or the query reads.
             read[:live_columns] = 0.0
-            for t in range(live_rows if decays else count):
-                n = np.uint64(t) if decays else touched[t]
+            for t in range(count):
+                n = touched[t]
                 i = rows_of[n]
                 weight = key[key_base + i]
                 if weight != 0.0 and decays:

@@ -102,9 +102,13 @@ class _ShiftedSession:
     def end(self, row: int) -> None:
         self.session.end(row)
 
-    def __getattr__(self, name: str):
-        """The session's own figures (`steps`, `prefill_seconds`)."""
-        return getattr(self.session, name)
+    @property
+    def steps(self) -> int:
+        return self.session.steps
+
+    @property
+    def prefill_seconds(self) -> float | None:
+        return self.session.prefill_seconds
 
 
 class _ShiftedStreamer:
