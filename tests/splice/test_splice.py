@@ -255,3 +255,57 @@ def test_the_engine_benchmark_runs_a_spliced_checkpoint(spliced, capsys):
     rows = [line.split() for line in printed.splitlines() if line.startswith("sparse ")]
     assert [row[1] for row in rows] == ["1", "2"] and all(row[-1] == "yes" for row in rows)
     assert "gate families" in printed
+
+
+WIDE_BASE_ROWS = 8192      # more than twice the reduced machine's 2,269 tokens
+
+
+@pytest.fixture(scope="module")
+def wide_spliced(tmp_path_factory):
+    """(base dir, spliced dir) for a bfloat16 base with 8,192 embedding rows, tied,
+    spliced: the machine's tokens take rows its tokenizer leaves unused, so the spliced
+    `lm_head`'s rows are the base's bf16 ones and, fewer than half, the machine's float32
+    ones, which the engine keeps wide beside bf16 panels (`Matrix.wide`), as it does for
+    Qwen3.5-2B's 248,320 rows."""
+    root = tmp_path_factory.mktemp("splice-wide")
+    base = make_base(root / "base", MIN_SHAPE, tied=True, dtype=torch.bfloat16,
+                     vocab_rows=WIDE_BASE_ROWS)
+    assert main(["splice", "--base", str(base), "-o", str(root / "out"),
+                 *reduced_flags()]) == 0
+    return base, root / "out"
+
+
+def test_a_table_with_a_few_float32_rows_is_kept_wide_and_runs_exactly(wide_spliced,
+                                                                        capsys):
+    """The engine keeps the spliced `lm_head` as bf16 panels and the machine's rows wide
+    (the embedding's machine rows are bf16 values), and with them writes stock transformers' greedy ids after the base's text and runs a
+    kernel with every record checked against the interpreter.  (The base's unused rows are
+    random here, so the text's margin over them is not checked: test_text_logits_are_the_base
+    does that on the other bases.)"""
+    import numpy as np
+
+    from qwengpu.engine import SparseEngine, read_weights
+    from qwengpu.runtime.spliced import read_splice
+
+    base_dir, out = wide_spliced
+    weights = read_weights(out)
+    splice = read_splice(out)
+    wide_rows = weights.lm_head.wide_rows        # the machine rows that are not bf16s
+    assert weights.lm_head.bf16 and len(wide_rows) > splice.count // 2
+    assert splice.offset <= wide_rows.min() and wide_rows.max() < splice.offset + splice.count
+    assert weights.embed.bf16 and weights.embed.wide is None
+
+    ids = text_ids(base_dir)[:64]
+    with torch.no_grad():
+        expected = load(out, False).generate(torch.tensor([ids]), max_new_tokens=8,
+                                             do_sample=False)[0, len(ids):].tolist()
+    assert SparseEngine(weights).generate([ids], 8) == [expected]
+
+    capsys.readouterr()
+    code = main(["run", str(EXAMPLES / "serial_mad" / "launch.json"), "--backend", "model",
+                 "--model", str(out), "--check", "--json", "--engine", "sparse",
+                 "--threads", "2"])
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    expected_buffers = json.loads((EXAMPLES / "serial_mad" / "expected.json").read_text())
+    assert json.loads(printed)["buffers"] == expected_buffers["buffers"]
