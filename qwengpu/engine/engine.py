@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+import numba
 import numpy as np
 
-from qwengpu.engine import dense_kernels, kernels, mixer_kernels
+from qwengpu.engine import dense_kernels, kernels, mixer_kernels, thread_parts
 from qwengpu.engine.fused import FusedLayers, fusable
 from qwengpu.engine.weights import AttentionMixer, DeltaNetMixer, Layer, Matrix, Mlp, \
     Weights, read_weights, rotary_tables
@@ -42,7 +43,9 @@ FLOAT = np.float32
 
 
 class Workers:
-    """The threads a session shares its work over (the kernels release the GIL)."""
+    """The threads a session shares its work over: a decode step's pieces in numba's
+    parallel loops (`qwengpu.engine.thread_parts`), a prefill's rows on a pool of Python
+    threads (the kernels release the GIL)."""
 
     def __init__(self, threads: int):
         self.threads = threads
@@ -51,11 +54,13 @@ class Workers:
     def map(self, work: Callable, items) -> list:
         return list(self._executor.map(work, items))
 
-    def parts(self, count: int) -> list[tuple[int, int]]:
-        """0..count in as many nearly equal ranges as there are threads (empty ones left
-        out)."""
-        bounds = [count * part // self.threads for part in range(self.threads + 1)]
-        return [(start, stop) for start, stop in zip(bounds, bounds[1:]) if start < stop]
+    def bounds(self, count: int) -> np.ndarray:
+        """0..count cut into as many nearly equal parts as there are threads (part p from
+        bounds[p] to bounds[p + 1] - 1; no part empty), for a `thread_parts` call from this
+        thread, which this sets numba to run on that many threads (as many as it has)."""
+        numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
+        cuts = [count * part // self.threads for part in range(self.threads + 1)]
+        return np.unique(np.asarray(cuts, dtype=np.int64))
 
     def shutdown(self) -> None:
         self._executor.shutdown()
@@ -69,8 +74,7 @@ def dense_into(panels: np.ndarray, x: np.ndarray, out: np.ndarray,
     if workers is None:
         dense_kernels.dense_product(panels, x, out)
         return
-    workers.map(lambda part: dense_kernels.dense_panels(panels, x, out, *part),
-                workers.parts(panels.shape[0]))
+    thread_parts.dense_in_parts(panels, x, out, workers.bounds(panels.shape[0]))
 
 
 def matmul(matrix: Matrix, x: np.ndarray, workers: Workers | None = None) -> np.ndarray:
@@ -249,8 +253,9 @@ class SparseEngine:
             and np.unique(slots).shape[0] == columns else None
         for span in self.spans:
             if by_rows is not None and span.fused is not None:
-                self._by_rows(by_rows, x, slots, positions,
-                              lambda xs, ss, ps, span=span: self._span(state, span, xs, ss, ps))
+                thread_parts.layers_in_parts(by_rows.bounds(columns), x, slots,
+                                             FLOAT(weights.eps), *span.fused.weight_arguments,
+                                             *self._fused_lists(state, span))
             else:
                 self._span(state, span, x, slots, positions, workers, by_rows)
         chosen = np.ascontiguousarray(x[:, np.asarray(wanted, dtype=np.int64)])
@@ -262,20 +267,6 @@ class SparseEngine:
         ids = np.empty(chosen.shape[1], dtype=np.int64)
         kernels.argmax_columns(scores, ids)
         return ids
-
-    @staticmethod
-    def _by_rows(workers: Workers, x: np.ndarray, slots: np.ndarray, positions: np.ndarray,
-                 work: Callable) -> None:
-        """work(x's columns, their slots, their positions) on each thread's share of the
-        columns (each a row of its own), x updated."""
-        def run(part: tuple[int, int]) -> np.ndarray:
-            share = np.ascontiguousarray(x[:, part[0]:part[1]])
-            work(share, slots[part[0]:part[1]], positions[part[0]:part[1]])
-            return share
-
-        parts = workers.parts(x.shape[1])
-        for (start, stop), share in zip(parts, workers.map(run, parts)):
-            x[:, start:stop] = share
 
     def _span(self, state: State, span: Span, x: np.ndarray, slots: np.ndarray,
               positions: np.ndarray, workers: Workers | None = None,
@@ -311,29 +302,26 @@ class SparseEngine:
         weights = self.weights
         mixer = weights.layers[index].mixer
         out = np.empty((self._mixer_outputs(mixer), projected.shape[1]), dtype=FLOAT)
-        if by_rows is not None:
-            def share(part: tuple[int, int]) -> None:
-                start, stop = part
-                out[:, start:stop] = self._mixer(
-                    state, index, np.ascontiguousarray(projected[:, start:stop]),
-                    slots[start:stop], positions[start:stop])
-
-            by_rows.map(share, by_rows.parts(projected.shape[1]))
-            return out
         if isinstance(mixer, DeltaNetMixer):
-            mixer_kernels.deltanet_columns(
+            arguments = (
                 projected, slots, mixer.conv_channel, mixer.conv_weight, state.conv[index],
                 len(mixer.key_heads) * mixer.key_head_dim, len(mixer.value_heads),
                 mixer.key_of_value_head, mixer.key_head_dim, mixer.value_head_dim,
                 mixer.neg_a, mixer.dt_bias, mixer.norm_weight, FLOAT(weights.eps),
                 mixer.state_rows, mixer.state_row_count, mixer.state_columns,
                 mixer.state_column_count, state.memory[index], out)
+            kernel, in_parts = mixer_kernels.deltanet_columns, thread_parts.deltanet_in_parts
         else:
             cos, sin = self._rotary(int(positions.max()) + 1)
-            mixer_kernels.attention_columns(
+            arguments = (
                 projected, slots, positions, mixer.kv_of_head, len(mixer.kv_heads),
                 mixer.head_dim, mixer.q_scale, mixer.k_scale, FLOAT(weights.eps), cos, sin,
                 state.keys[index], state.values[index], state.lengths[index], out)
+            kernel, in_parts = mixer_kernels.attention_columns, thread_parts.attention_in_parts
+        if by_rows is None:
+            kernel(*arguments)
+        else:
+            in_parts(by_rows.bounds(projected.shape[1]), *arguments)
         return out
 
     def _embed(self, tokens: np.ndarray) -> np.ndarray:

@@ -125,16 +125,20 @@ class FusedLayers:
         return (_typed([conv.get(index, none_conv) for index in indices]),
                 _typed([memory.get(index, none_memory) for index in indices]))
 
+    @property
+    def weight_arguments(self) -> tuple:
+        """`run_layers`' arguments between `eps` and the state lists."""
+        return (self.has_mixer, self.has_mlp, self.input_scales, self.post_scales,
+                *self.projection, self.projected_rows, self.conv_channel, self.conv_weight,
+                self.key_of_value_head, self.neg_a, self.dt_bias, self.norm_weight,
+                self.head_shape, self.state_rows, self.state_row_count, self.state_columns,
+                self.state_column_count, *self.out_proj, *self.mlp, self.gate_twins,
+                *self.families)
+
     def run(self, x: np.ndarray, slots: np.ndarray, eps: np.float32,
             state_lists: tuple[List, List]) -> None:
         """Every layer on x ([hidden, columns], updated in place) and the rows' state."""
-        run_layers(x, slots, eps, self.has_mixer, self.has_mlp, self.input_scales,
-                   self.post_scales, *self.projection, self.projected_rows,
-                   self.conv_channel, self.conv_weight, self.key_of_value_head, self.neg_a,
-                   self.dt_bias, self.norm_weight, self.head_shape, self.state_rows,
-                   self.state_row_count, self.state_columns, self.state_column_count,
-                   *self.out_proj,
-                   *self.mlp, self.gate_twins, *self.families, *state_lists)
+        run_layers(x, slots, eps, *self.weight_arguments, *state_lists)
 
 
 @njit(cache=True, nogil=True)

@@ -23,6 +23,7 @@ CALLS = {
     "kernels": ("gate_families",),
     "mixer_kernels": ("kernels",),
     "fused": ("kernels", "mixer_kernels", "gate_families"),
+    "thread_parts": ("dense_kernels", "fused", "mixer_kernels"),
 }
 
 
