@@ -360,7 +360,8 @@ class Session:
     pairs, one per live row.  A row ends after it writes `eos_id`, or when `end(row)` is
     called.  `prefill_seconds` is the time the prompts took.
 
-    With `threads` > 1 the prompts are prefilled a row to a thread, and each step runs
+    With `threads` > 1 the prompts are prefilled a row to a thread (with fewer rows than
+    threads, a row at a time, its products shared over the threads), and each step runs
     every live row at once with its work shared out over the threads (`forward`'s
     `workers`): rows touch only their own state, each sum is taken by one thread as it
     would be alone, and the kernels release the GIL, so this changes the time, not a
@@ -402,19 +403,24 @@ class Session:
         done = [0]
         self._grow(max(len(prompt) for prompt in self.prompts) + 1)
 
+        # Fewer rows than threads: the rows one after another, each chunk's products
+        # shared over the threads; else a row to a thread.
+        shared = self._workers if len(self.prompts) < self.threads else None
+
         def prefill_row(row: int) -> int:
             prompt = self.prompts[row]
             for start in range(0, len(prompt), self.prefill_chunk):
                 piece = prompt[start:start + self.prefill_chunk]
                 ids = self.engine.forward(self.state, piece, [row] * len(piece),
-                                          [len(piece) - 1])
+                                          [len(piece) - 1], workers=shared)
                 done[0] += len(piece)
                 if self.on_prefill is not None:
                     self.on_prefill(done[0], total)
             return int(ids[0])
 
         rows = list(range(len(self.prompts)))
-        following = dict(zip(rows, self._map(prefill_row, rows)))
+        following = dict(zip(rows, [prefill_row(row) for row in rows] if shared is not None
+                             else self._map(prefill_row, rows)))
         self.prefill_seconds = time.perf_counter() - started
         return following
 
