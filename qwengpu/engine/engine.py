@@ -35,6 +35,7 @@ import numpy as np
 
 from qwengpu.engine import dense_kernels, kernels, mixer_kernels, thread_parts
 from qwengpu.engine.fused import FusedLayers, fusable
+from qwengpu.engine.mixer_kernels import KEY_BLOCK
 from qwengpu.engine.weights import AttentionMixer, DeltaNetMixer, Layer, Matrix, Mlp, \
     Weights, read_weights, rotary_tables
 
@@ -162,22 +163,29 @@ class State:
                 self.conv[index] = np.zeros((rows, 3, mixer.conv_inputs), dtype=FLOAT)
                 self.memory[index] = np.zeros((rows,) + mixer.state_shape, dtype=FLOAT)
             elif isinstance(mixer, AttentionMixer):
-                shape = (rows, len(mixer.kv_heads), 64, mixer.head_dim)
-                self.keys[index] = np.zeros(shape, dtype=FLOAT)
-                self.values[index] = np.zeros(shape, dtype=FLOAT)
+                kv_heads, dims = len(mixer.kv_heads), mixer.head_dim
+                self.keys[index] = np.zeros((rows, kv_heads, 64 // KEY_BLOCK, dims, KEY_BLOCK),
+                                            dtype=FLOAT)
+                self.values[index] = np.zeros((rows, kv_heads, 64, dims), dtype=FLOAT)
                 self.lengths[index] = np.zeros(rows, dtype=np.int64)
         self.fused_lists: dict[int, tuple] = {}   # a fused span's state, as it reads it
 
     def reserve(self, length: int) -> None:
-        """Room in every attention cache for `length` tokens a row."""
-        for index, keys in self.keys.items():
-            if keys.shape[2] >= length:
+        """Room in every attention cache for `length` tokens a row (the keys in blocks of
+        KEY_BLOCK positions: `mixer_kernels.attention_columns`)."""
+        for index, values in self.values.items():
+            held = values.shape[2]
+            if held >= length:
                 continue
-            capacity = max(length, 2 * keys.shape[2])
-            for cache in (self.keys, self.values):
-                grown = np.zeros(keys.shape[:2] + (capacity, keys.shape[3]), dtype=FLOAT)
-                grown[:, :, :keys.shape[2]] = cache[index]
-                cache[index] = grown
+            capacity = -(-max(length, 2 * held) // KEY_BLOCK) * KEY_BLOCK
+            grown = np.zeros(values.shape[:2] + (capacity,) + values.shape[3:], dtype=FLOAT)
+            grown[:, :, :held] = values
+            self.values[index] = grown
+            keys = self.keys[index]
+            grown = np.zeros(keys.shape[:2] + (capacity // KEY_BLOCK,) + keys.shape[3:],
+                             dtype=FLOAT)
+            grown[:, :, :keys.shape[2]] = keys
+            self.keys[index] = grown
 
 
 class SparseEngine:

@@ -15,7 +15,11 @@ import math
 import numpy as np
 from numba import njit
 
+from qwengpu.engine.dense_kernels import PANEL_ROWS, dense_panels
 from qwengpu.engine.kernels import LANES, sigmoid, silu, softplus, sum_of_squares
+
+# An attention cache keeps its keys in blocks of this many positions, each a dense panel.
+KEY_BLOCK = PANEL_ROWS
 
 
 @njit(cache=True, nogil=True)
@@ -172,9 +176,17 @@ def attention_columns(projected, slots, positions, kv_of_head, kv_heads, head_di
     lays them out), then the keys and the values of the kv heads (`kv_of_head[h]`: the kv
     head query head h reads).  q and k are RMS-normed
     per head (`q_scale`/`k_scale` = 1 + weight), rotated on the first `cos_table.shape[1]`
-    dims at the column's position, appended to the row's cache (`keys`/`values`[slot],
-    `lengths[slot]` entries so far); each query head attends (softmax of q.k / sqrt(head_dim))
-    over its kv head's cache, and its output times sigmoid(gate) goes to `out`."""
+    dims at the column's position, appended to the row's cache (`lengths[slot]` entries so
+    far); each query head attends (softmax of q.k / sqrt(head_dim)) over its kv head's
+    cache, and its output times sigmoid(gate) goes to `out`.
+
+    A row's cache keeps each kv head's keys in blocks of `KEY_BLOCK` positions, each block
+    a dense panel (`keys[slot, kv, t // KEY_BLOCK, :, t % KEY_BLOCK]` is position t's key),
+    so the query heads that read a kv head take their scores in one dense product over its
+    blocks (`attention_scores`: each score the sum over i ascending of query[i] * key[i],
+    a multiply then an add, as one at a time would take it, the positions side by side in
+    a vector register).  The values are rows (`values[slot, kv,
+    t]`), read once for all the query heads of their kv head."""
     columns = projected.shape[1]
     query_heads = kv_of_head.shape[0]
     rotary = cos_table.shape[1]
@@ -184,81 +196,77 @@ def attention_columns(projected, slots, positions, kv_of_head, kv_heads, head_di
     query = np.empty(head_dim, dtype=np.float32)
     rotated = np.empty(head_dim, dtype=np.float32)
     scaling = np.float32(head_dim ** -0.5)
+    heads = np.empty(query_heads, dtype=np.int64)
     for column in range(columns):
         slot = slots[column]
         position = positions[column]
         length = lengths[slot]
         cos, sin = cos_table[position], sin_table[position]
+        block, lane = length // KEY_BLOCK, length % KEY_BLOCK
         for kv in range(kv_heads):
             base = kv_base + kv * head_dim
             _norm_and_rotate(projected[base:base + head_dim, column], k_scale, eps, cos, sin,
                              half, rotary, rotated)
-            keys[slot, kv, length, :] = rotated
+            for i in range(head_dim):
+                keys[slot, kv, block, i, lane] = rotated[i]
             values_base = kv_base + kv_heads * head_dim + kv * head_dim
             for i in range(head_dim):
                 values[slot, kv, length, i] = projected[values_base + i, column]
         lengths[slot] = length + 1
         count = length + 1
-        scores = np.empty(count, dtype=np.float32)
-        for head in range(query_heads):
-            base = head * 2 * head_dim
-            _norm_and_rotate(projected[base:base + head_dim, column], q_scale, eps, cos, sin,
-                             half, rotary, query)
-            kv = kv_of_head[head]
-            _dot_products(query, keys[slot, kv], count, scores)
-            largest = -np.inf
+        for kv in range(kv_heads):
+            reading = 0                              # the query heads that read this kv head
+            for head in range(query_heads):
+                if kv_of_head[head] == kv:
+                    heads[reading] = head
+                    reading += 1
+            if reading == 0:
+                continue
+            queries = np.empty((head_dim, reading), dtype=np.float32)
+            for j in range(reading):
+                base = heads[j] * 2 * head_dim
+                _norm_and_rotate(projected[base:base + head_dim, column], q_scale, eps, cos,
+                                 sin, half, rotary, query)
+                queries[:, j] = query
+            scores = np.empty((count, reading), dtype=np.float32)
+            attention_scores(keys[slot, kv], queries, scores)
+            weights = np.empty((reading, count), dtype=np.float32)
+            for j in range(reading):
+                largest = -np.inf
+                for t in range(count):
+                    weights[j, t] = scores[t, j] * scaling
+                    largest = max(largest, weights[j, t])
+                norm = np.float32(0.0)
+                for t in range(count):
+                    weights[j, t] = math.exp(weights[j, t] - largest)
+                    norm += weights[j, t]
+                for t in range(count):
+                    weights[j, t] = weights[j, t] / norm
+            # the values' sums, t ascending for every head and i (one pass over the values
+            # for all the kv head's readers, each sum's terms in the order alone would take)
+            reads = np.zeros((reading, head_dim), dtype=np.float32)
             for t in range(count):
-                scores[t] = scores[t] * scaling
-                largest = max(largest, scores[t])
-            norm = np.float32(0.0)
-            for t in range(count):
-                scores[t] = math.exp(scores[t] - largest)
-                norm += scores[t]
-            for t in range(count):
-                scores[t] = scores[t] / norm
-            # the values' sums, t ascending for every i (the loops the other way round
-            # from one i at a time: the same sums, each term added in the same order)
-            totals = out[head * head_dim:(head + 1) * head_dim, column]
-            reads = np.zeros(head_dim, dtype=np.float32)
-            for t in range(count):
-                weight, row = scores[t], values[slot, kv, t]
+                row = values[slot, kv, t]
+                for j in range(reading):
+                    weight = weights[j, t]
+                    for i in range(head_dim):
+                        reads[j, i] += weight * row[i]
+            for j in range(reading):
+                head = heads[j]
+                base = head * 2 * head_dim
+                totals = out[head * head_dim:(head + 1) * head_dim, column]
                 for i in range(head_dim):
-                    reads[i] += weight * row[i]
-            for i in range(head_dim):
-                totals[i] = reads[i] * sigmoid(projected[base + gate_base + i, column])
+                    totals[i] = reads[j, i] * sigmoid(projected[base + gate_base + i, column])
 
 
 @njit(cache=True, nogil=True)
-def _dot_products(query, keys, count, scores):
-    """scores[t] = the sum over i ascending of query[i] * keys[t, i], for t below count:
-    eight keys at a time, eight running sums side by side (each still one term after the
-    other), so that they do not wait on each other."""
-    dims = query.shape[0]
-    t = 0
-    while t + 8 <= count:
-        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = np.float32(0.0)
-        k0, k1, k2, k3 = keys[t], keys[t + 1], keys[t + 2], keys[t + 3]
-        k4, k5, k6, k7 = keys[t + 4], keys[t + 5], keys[t + 6], keys[t + 7]
-        for i in range(dims):
-            q = query[i]
-            s0 += q * k0[i]
-            s1 += q * k1[i]
-            s2 += q * k2[i]
-            s3 += q * k3[i]
-            s4 += q * k4[i]
-            s5 += q * k5[i]
-            s6 += q * k6[i]
-            s7 += q * k7[i]
-        scores[t], scores[t + 1], scores[t + 2], scores[t + 3] = s0, s1, s2, s3
-        scores[t + 4], scores[t + 5], scores[t + 6], scores[t + 7] = s4, s5, s6, s7
-        t += 8
-    while t < count:
-        total = np.float32(0.0)
-        row = keys[t]
-        for i in range(dims):
-            total += query[i] * row[i]
-        scores[t] = total
-        t += 1
+def attention_scores(key_blocks, queries, scores):
+    """scores[t, j] = the sum over i ascending of queries[i, j] * key t's dim i (a multiply
+    then an add, each rounded), for t below scores.shape[0]: the keys in blocks of
+    KEY_BLOCK positions (`key_blocks[t // KEY_BLOCK, i, t % KEY_BLOCK]`), each a dense
+    panel that `dense_kernels.dense_panels` multiplies by the queries, the block's
+    positions side by side in a vector register."""
+    dense_panels(key_blocks, queries, scores, 0, -(-scores.shape[0] // KEY_BLOCK))
 
 
 @njit(cache=True, nogil=True)

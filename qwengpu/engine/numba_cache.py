@@ -21,7 +21,7 @@ CALLS = {
     "dense_kernels": ("register_blocks",),
     "gate_families": ("dense_kernels",),
     "kernels": ("gate_families",),
-    "mixer_kernels": ("kernels",),
+    "mixer_kernels": ("kernels", "dense_kernels"),
     "fused": ("kernels", "mixer_kernels", "gate_families"),
     "thread_parts": ("dense_kernels", "fused", "mixer_kernels"),
 }

@@ -372,18 +372,21 @@ def test_rms_norm_and_argmax():
     assert chosen.tolist() == torch.from_numpy(logits).argmax(0).tolist() == [1, 0]
 
 
-@pytest.mark.parametrize("count", [0, 3, 8, 19])
+@pytest.mark.parametrize("count", [0, 3, 16, 19, 40])
 def test_attention_scores_are_sums_left_to_right(count):
-    """`mixer_kernels._dot_products` (eight keys side by side) gives each score as the sum
-    of query[i] * key[i] taken one term after the other in float32, to the bit."""
+    """`mixer_kernels.attention_scores` (the keys in blocks of KEY_BLOCK positions, each a
+    dense panel) gives each query's score as the sum of query[i] * key[i] taken one term
+    after the other in float32, to the bit, for every position below the count."""
     rng = np.random.default_rng(40 + count)
-    query = rng.standard_normal(37).astype(np.float32)
-    keys = rng.standard_normal((24, 37)).astype(np.float32)
-    got = np.full(24, np.nan, dtype=np.float32)
-    mixer_kernels._dot_products(query, keys, count, got)
+    dims, block = 37, mixer_kernels.KEY_BLOCK
+    queries = rng.standard_normal((dims, 3)).astype(np.float32)
+    keys = rng.standard_normal((48, dims)).astype(np.float32)
+    key_blocks = np.ascontiguousarray(keys.reshape(48 // block, block, dims).transpose(0, 2, 1))
+    got = np.full((count, 3), np.nan, dtype=np.float32)
+    mixer_kernels.attention_scores(key_blocks, queries, got)
     for t in range(count):
-        total = np.float32(0.0)
-        for i in range(37):
-            total = np.float32(total + np.float32(query[i] * keys[t, i]))
-        assert got[t].view(np.uint32) == total.view(np.uint32), t
-    assert np.isnan(got[count:]).all()
+        for j in range(3):
+            total = np.float32(0.0)
+            for i in range(dims):
+                total = np.float32(total + np.float32(queries[i, j] * keys[t, i]))
+            assert got[t, j].view(np.uint32) == total.view(np.uint32), (t, j)
