@@ -7,8 +7,9 @@ docs/engine.md says what it computes, what it skips and why that is exact, and h
 held to stock transformers.  `mixer_kernels` holds the mixers (the delta rule, attention),
 `dense_kernels` the products of dense matrices kept in panels (`register_blocks` their
 inner loops), `gate_families` the machine's gate rows taken as small dense products,
-`fused` runs of sparse layers in one compiled call; `numba_cache` keeps the kernels'
-on-disk cache true to their source.
+`fused` runs of sparse layers in one compiled call, `thread_parts` a step's pieces shared
+over threads in numba's parallel loops; `numba_cache` keeps the kernels' on-disk cache true
+to their source.
 """
 
 from qwengpu.engine.numba_cache import drop_stale_cache

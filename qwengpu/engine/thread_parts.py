@@ -17,12 +17,23 @@ session only.
 
 from __future__ import annotations
 
-import numpy as np
-from numba import njit, prange
+import os
 
-from qwengpu.engine.dense_kernels import dense_panels
-from qwengpu.engine.fused import run_layers
-from qwengpu.engine.mixer_kernels import attention_columns, deltanet_columns
+# How long an OpenMP thread spins for the next part before it sleeps (GNU OpenMP reads it
+# when numba first loads it, at the first parallel call).  Its default, 300,000 spins, keeps
+# an idle thread on a core for a while after each piece: on a machine whose cores other work
+# also wants (a second test worker, another program) the step then waits on threads the
+# spinning keeps off the cores, and a one-launch step of the 4-layer stand-in took 55 ms
+# beside one busy process against 28 with 1,000 spins (41 with the thread pool before); on
+# a quiet machine the two are alike (24 ms).  A value the user sets is kept.
+os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+
+import numpy as np  # noqa: E402
+from numba import njit, prange  # noqa: E402
+
+from qwengpu.engine.dense_kernels import dense_panels  # noqa: E402
+from qwengpu.engine.fused import run_layers  # noqa: E402
+from qwengpu.engine.mixer_kernels import attention_columns, deltanet_columns  # noqa: E402
 
 
 @njit(parallel=True, nogil=True, cache=True)
