@@ -185,8 +185,8 @@ def attention_columns(projected, slots, positions, kv_of_head, kv_heads, head_di
     so the query heads that read a kv head take their scores in one dense product over its
     blocks (`attention_scores`: each score the sum over i ascending of query[i] * key[i],
     a multiply then an add, as one at a time would take it, the positions side by side in
-    a vector register).  The values are rows (`values[slot, kv,
-    t]`), read once for all the query heads of their kv head."""
+    a vector register).  The values are rows (`values[slot, kv, t]`), read once for all
+    the query heads of their kv head."""
     columns = projected.shape[1]
     query_heads = kv_of_head.shape[0]
     rotary = cos_table.shape[1]
@@ -196,7 +196,9 @@ def attention_columns(projected, slots, positions, kv_of_head, kv_heads, head_di
     query = np.empty(head_dim, dtype=np.float32)
     rotated = np.empty(head_dim, dtype=np.float32)
     scaling = np.float32(head_dim ** -0.5)
-    heads = np.empty(query_heads, dtype=np.int64)
+    # the query heads that read kv head kv: heads[first[kv]:first[kv + 1]], in order
+    heads = np.argsort(kv_of_head, kind="mergesort")
+    first = np.searchsorted(kv_of_head[heads], np.arange(kv_heads + 1))
     for column in range(columns):
         slot = slots[column]
         position = positions[column]
@@ -215,44 +217,41 @@ def attention_columns(projected, slots, positions, kv_of_head, kv_heads, head_di
         lengths[slot] = length + 1
         count = length + 1
         for kv in range(kv_heads):
-            reading = 0                              # the query heads that read this kv head
-            for head in range(query_heads):
-                if kv_of_head[head] == kv:
-                    heads[reading] = head
-                    reading += 1
+            reading = first[kv + 1] - first[kv]
             if reading == 0:
                 continue
+            readers = heads[first[kv]:first[kv + 1]]
             queries = np.empty((head_dim, reading), dtype=np.float32)
             for j in range(reading):
-                base = heads[j] * 2 * head_dim
+                base = readers[j] * 2 * head_dim
                 _norm_and_rotate(projected[base:base + head_dim, column], q_scale, eps, cos,
                                  sin, half, rotary, query)
                 queries[:, j] = query
             scores = np.empty((count, reading), dtype=np.float32)
             attention_scores(keys[slot, kv], queries, scores)
-            weights = np.empty((reading, count), dtype=np.float32)
+            shares = np.empty((reading, count), dtype=np.float32)   # softmax, head by head
             for j in range(reading):
                 largest = -np.inf
                 for t in range(count):
-                    weights[j, t] = scores[t, j] * scaling
-                    largest = max(largest, weights[j, t])
+                    shares[j, t] = scores[t, j] * scaling
+                    largest = max(largest, shares[j, t])
                 norm = np.float32(0.0)
                 for t in range(count):
-                    weights[j, t] = math.exp(weights[j, t] - largest)
-                    norm += weights[j, t]
+                    shares[j, t] = math.exp(shares[j, t] - largest)
+                    norm += shares[j, t]
                 for t in range(count):
-                    weights[j, t] = weights[j, t] / norm
+                    shares[j, t] = shares[j, t] / norm
             # the values' sums, t ascending for every head and i (one pass over the values
             # for all the kv head's readers, each sum's terms in the order alone would take)
             reads = np.zeros((reading, head_dim), dtype=np.float32)
             for t in range(count):
                 row = values[slot, kv, t]
                 for j in range(reading):
-                    weight = weights[j, t]
+                    weight = shares[j, t]
                     for i in range(head_dim):
                         reads[j, i] += weight * row[i]
             for j in range(reading):
-                head = heads[j]
+                head = readers[j]
                 base = head * 2 * head_dim
                 totals = out[head * head_dim:(head + 1) * head_dim, column]
                 for i in range(head_dim):
