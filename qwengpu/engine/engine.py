@@ -84,9 +84,16 @@ def matmul(matrix: Matrix, x: np.ndarray, workers: Workers | None = None) -> np.
     if matrix.stored is not None:
         if matrix.transposed_products:
             raise ValueError("a matrix kept for products with its transpose (down_by_unit)")
-        dense_into(matrix.stored, x, out, workers)
-        if matrix.wide is not None:           # its rows that are not bfloat16s
-            out[matrix.wide_rows] = matmul(matrix.wide, x, workers)
+        if matrix.apart is None:
+            dense_into(matrix.stored, x, out, workers)
+            return out
+        if matrix.panels_first:
+            dense_into(matrix.stored, x, out[:matrix.product_rows], workers)
+        else:
+            held = np.empty((matrix.product_rows, x.shape[1]), dtype=FLOAT)
+            dense_into(matrix.stored, x, held, workers)
+            out[matrix.panel_rows] = held
+        out[matrix.apart_rows] = matmul(matrix.apart, x, workers)
     else:
         kernels.csr_matmul(matrix.indptr, matrix.indices, matrix.data, x, out)
     return out

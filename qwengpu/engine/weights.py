@@ -338,11 +338,11 @@ def read_weights(directory: str | Path) -> Weights:
     hidden, vocab = config["hidden_size"], config["vocab_size"]
     eps = float(config.get("rms_norm_eps", 1e-6))
     embed = tensors.get("embed_tokens.weight", (vocab, hidden))
-    embed_matrix = Matrix.of(embed)
+    embed_matrix = Matrix.table(embed)
     if config.get("tie_word_embeddings", False) and "lm_head.weight" not in tensors.names:
         lm_head = embed_matrix
     else:
-        lm_head = Matrix.of(tensors.get("lm_head.weight", (vocab, hidden), prefixed=False))
+        lm_head = Matrix.table(tensors.get("lm_head.weight", (vocab, hidden), prefixed=False))
     del embed
     layers = [_read_layer(tensors, config, index, hidden, eps)
               for index in range(config["num_hidden_layers"])]

@@ -11,7 +11,9 @@
   column at a time).
 - a dense matrix of bfloat16 weights is held as their 16 bits and widened in the product:
   the same sums to the bit (NaN, infinities, signed zeros and subnormals among the
-  weights), its `dense` and embedding columns the widened float32 values.
+  weights), its `dense` and embedding columns the widened float32 values; rows that do
+  not fit the panels (float32 rows beside bfloat16 ones, a spliced table's machine rows)
+  are kept apart, and every product and lookup is the CSR matrix's all the same.
 - the fused MLP (gate, silu, up, down, skipping units whose silu is 0) and the RMSNorm
   agree with plain numpy and torch within float32 rounding; argmax breaks ties as torch does.
 """
@@ -23,7 +25,7 @@ import pytest
 import torch
 
 from qwengpu.engine import dense_kernels, kernels, mixer_kernels
-from qwengpu.engine.engine import matmul
+from qwengpu.engine.engine import Workers, matmul
 from qwengpu.engine.gate_families import GateFamilies
 from qwengpu.engine.weights import Matrix
 
@@ -153,17 +155,17 @@ def test_bf16_weights_are_held_in_16_bits_and_take_the_same_sums(columns):
 
 def test_float32_values_that_are_bf16s_are_held_in_16_bits_and_others_are_not():
     weight = bf16_weights(40, 30, 14).to(torch.float32)
-    assert Matrix.of(weight).bf16 and Matrix.of(weight).wide is None
+    assert Matrix.of(weight).bf16 and Matrix.of(weight).apart is None
     weight[:21, 7] = 1.0 + 2.0 ** -20                   # more than half the rows: float32
     assert not Matrix.of(weight).bf16 and Matrix.of(weight).stored.dtype == np.float32
 
 
 @pytest.mark.parametrize("columns, sparse", [(1, False), (3, True), (8, False), (8, True)])
-def test_rows_that_are_not_bf16s_are_kept_wide_beside_the_16_bit_panels(columns, sparse):
+def test_rows_that_are_not_bf16s_are_kept_apart_beside_the_16_bit_panels(columns, sparse):
     """A spliced embedding: 300 rows of bfloat16s, 40 of them (a run and some alone) float32
-    values, kept as a dense matrix of their own or, mostly zero (`sparse`), as CSR.  Its
-    products, `dense`, `columns_of` (the embedding's lookup) and `nonzeros` are the float32
-    matrix's, to the bit."""
+    values, kept as a dense matrix of their own or, mostly zero (`sparse`), as CSR; the
+    panels hold the other 260 only.  Its products, `dense`, `columns_of` (the embedding's
+    lookup) and `nonzeros` are the float32 matrix's, to the bit."""
     rng = np.random.default_rng(31)
     weight = bf16_weights(300, 64, 32).to(torch.float32)
     wide_rows = np.concatenate([np.arange(100, 130), rng.choice(100, 10, replace=False)])
@@ -171,16 +173,61 @@ def test_rows_that_are_not_bf16s_are_kept_wide_beside_the_16_bit_panels(columns,
     exact[::1 if sparse else 2, 8:] = 0.0                  # all or half of them mostly 0
     weight[torch.from_numpy(wide_rows)] = exact
     mixed, csr = Matrix.of(weight), Matrix.csr(weight)
-    assert mixed.bf16 and np.array_equal(mixed.wide_rows, np.sort(wide_rows))
-    assert mixed.wide.rows == 40 and mixed.nbytes < 300 * 64 * 4
-    assert (mixed.wide.stored is None) == sparse
-    assert np.array_equal(mixed.dense.view(np.uint32), weight.numpy().view(np.uint32))
-    assert mixed.nonzeros == csr.nonzeros
-    x = rng.standard_normal((64, columns)).astype(np.float32)
-    assert np.array_equal(matmul(mixed, x).view(np.uint32), matmul(csr, x).view(np.uint32))
-    ids = np.array([0, 105, 3, 299, 129, 130, int(wide_rows[-1]), 105])
-    assert np.array_equal(mixed.columns_of(ids).view(np.uint32),
-                          np.ascontiguousarray(weight.numpy().T[:, ids]).view(np.uint32))
+    assert mixed.bf16 and np.array_equal(mixed.apart_rows, np.sort(wide_rows))
+    assert mixed.apart.rows == 40 and mixed.product_rows == 260
+    assert mixed.stored.shape[0] == 17 and not mixed.panels_first   # ceil(260 / 16) panels
+    assert (mixed.apart.stored is None) == sparse
+    assert_same_table(mixed, csr, weight.numpy(), columns, rng)
+
+
+def assert_same_table(kept: Matrix, csr: Matrix, weight: np.ndarray, columns: int,
+                      rng: np.random.Generator) -> None:
+    """`kept`'s values, products (one column at a time and `columns` at once, on one and
+    on two threads), lookups and nonzeros are the float32 matrix's, to the bit."""
+    assert np.array_equal(kept.dense.view(np.uint32), weight.view(np.uint32))
+    assert kept.nonzeros == csr.nonzeros
+    x = rng.standard_normal((weight.shape[1], columns)).astype(np.float32)
+    want = matmul(csr, x).view(np.uint32)
+    assert np.array_equal(matmul(kept, x).view(np.uint32), want)
+    workers = Workers(2)
+    try:
+        assert np.array_equal(matmul(kept, x, workers).view(np.uint32), want)
+    finally:
+        workers.shutdown()
+    ids = np.concatenate([rng.choice(weight.shape[0], 12), [0, weight.shape[0] - 1, 0]])
+    assert np.array_equal(kept.columns_of(ids).view(np.uint32),
+                          np.ascontiguousarray(weight.T[:, ids]).view(np.uint32))
+    assert np.array_equal(kept.rows_of(ids).view(np.uint32), weight[ids].view(np.uint32))
+
+
+@pytest.mark.parametrize("columns", [1, 8, 11])
+def test_a_spliced_table_keeps_its_dense_rows_in_panels_and_the_machine_apart(columns):
+    """A spliced `lm_head` whose base is small (`Matrix.table`): 90 dense rows of
+    bfloat16s first (three of them float32), then 400 machine rows of a few float32 weights
+    each (some all zero): 6% dense as a whole, so `of` keeps it CSR, while `table` keeps the
+    87 bfloat16 rows in panels and the rest apart, the three dense float32 rows in panels of
+    their own and the machine's rows as CSR.  Every product and lookup is the CSR
+    matrix's."""
+    rng = np.random.default_rng(41)
+    weight = torch.zeros(490, 64)
+    weight[:90] = bf16_weights(90, 64, 42).to(torch.float32)
+    weight[[5, 50, 89], 3] = 1.0 + 2.0 ** -20
+    machine = torch.from_numpy(rng.standard_normal((400, 64)).astype(np.float32))
+    machine[torch.from_numpy(rng.random((400, 64)) > 0.03)] = 0.0
+    weight[90:] = machine
+    assert Matrix.of(weight).stored is None
+    table, csr = Matrix.table(weight), Matrix.csr(weight)
+    assert table.bf16 and table.product_rows == 87 and not table.panels_first
+    assert np.array_equal(table.apart_rows, np.r_[5, 50, 89, 90:490])
+    dense_apart = table.apart
+    assert dense_apart.stored.dtype == np.float32 and dense_apart.product_rows == 3
+    assert dense_apart.apart.stored is None and dense_apart.apart.rows == 400
+    assert_same_table(table, csr, weight.numpy(), columns, rng)
+
+    weight[[5, 50, 89], 3] = 1.0                      # every dense row a bf16: panels first
+    table = Matrix.table(weight)
+    assert table.panels_first and table.product_rows == 90 and table.apart.stored is None
+    assert_same_table(table, Matrix.csr(weight), weight.numpy(), columns, rng)
 
 
 @pytest.mark.parametrize("columns", [1, 5])

@@ -265,7 +265,7 @@ def wide_spliced(tmp_path_factory):
     """(base dir, spliced dir) for a bfloat16 base with 8,192 embedding rows, tied,
     spliced: the machine's tokens take rows its tokenizer leaves unused, so the spliced
     `lm_head`'s rows are the base's bf16 ones and, fewer than half, the machine's float32
-    ones, which the engine keeps wide beside bf16 panels (`Matrix.wide`), as it does for
+    ones, which the engine keeps apart beside bf16 panels (`Matrix.table`), as it does for
     Qwen3.5-2B's 248,320 rows."""
     root = tmp_path_factory.mktemp("splice-wide")
     base = make_base(root / "base", MIN_SHAPE, tied=True, dtype=torch.bfloat16,
@@ -275,10 +275,11 @@ def wide_spliced(tmp_path_factory):
     return base, root / "out"
 
 
-def test_a_table_with_a_few_float32_rows_is_kept_wide_and_runs_exactly(wide_spliced,
-                                                                        capsys):
-    """The engine keeps the spliced `lm_head` as bf16 panels and the machine's rows wide
-    (the embedding's machine rows are bf16 values), and with them writes stock transformers' greedy ids after the base's text and runs a
+def test_a_table_with_a_few_float32_rows_is_kept_apart_and_runs_exactly(wide_spliced,
+                                                                         capsys):
+    """The engine keeps the spliced `lm_head` and embedding as bf16 panels of the base's
+    rows and the machine's rows apart (a few weights each; in `lm_head` float32 values),
+    and with them writes stock transformers' greedy ids after the base's text and runs a
     kernel with every record checked against the interpreter.  (The base's unused rows are
     random here, so the text's margin over them is not checked: test_text_logits_are_the_base
     does that on the other bases.)"""
@@ -290,10 +291,12 @@ def test_a_table_with_a_few_float32_rows_is_kept_wide_and_runs_exactly(wide_spli
     base_dir, out = wide_spliced
     weights = read_weights(out)
     splice = read_splice(out)
-    wide_rows = weights.lm_head.wide_rows        # the machine rows that are not bf16s
-    assert weights.lm_head.bf16 and len(wide_rows) > splice.count // 2
-    assert splice.offset <= wide_rows.min() and wide_rows.max() < splice.offset + splice.count
-    assert weights.embed.bf16 and weights.embed.wide is None
+    machine_rows = np.arange(splice.offset, splice.offset + splice.count)
+    for table in (weights.lm_head, weights.embed):
+        assert table.bf16 and np.isin(machine_rows, table.apart_rows).all()
+        assert table.product_rows + len(table.apart_rows) == WIDE_BASE_ROWS
+    wide = weights.lm_head.apart.rows_of(np.arange(weights.lm_head.apart.rows))
+    assert (wide.view(np.uint32) & np.uint32(0xFFFF)).any(axis=1).sum() > splice.count // 2
 
     ids = text_ids(base_dir)[:64]
     with torch.no_grad():
