@@ -1,7 +1,7 @@
 """The engine's dense product against the kernel before it, and torch's BLAS, side by side.
 
     python bench/bench_dense.py [--rows 6144] [--inner 2048] [--columns 1 2 4 8 64]
-                                [--matrices 8]
+                                [--matrices 8] [--baseline CHECKOUT]
 
 A spliced checkpoint's base layers, embedding and `lm_head` are dense; the engine multiplies
 them with `dense_kernels.dense_product`: the weight kept transposed in panels of 16 rows
@@ -19,13 +19,17 @@ round (the machine's load moves by 20 to 40% in a minute); the engine's results 
 equal to the baseline's to the bit.  The last columns are multiply-adds a second, and those
 of the engine's blocks on one panel of 1,024 terms whose operands stay in the first-level
 cache: the rate the kernel's arithmetic allows when memory never waits.  Threads: one
-(`torch.set_num_threads(1)`; the numba kernels run on the calling thread).
+(`torch.set_num_threads(1)`; the numba kernels run on the calling thread).  With
+`--baseline CHECKOUT`, CHECKOUT's own `dense_product` (its engine imported under another
+name, as `bench_engine_ab.py` does) runs beside them on its own panels of the same weights,
+held to the same sums.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,8 +43,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from qwengpu.engine.dense_kernels import PANEL_ROWS, dense_panels, pack_panels  # noqa: E402
+from qwengpu.engine.dense_kernels import PANEL_ROWS, dense_panels, pack_panels, \
+    panel_terms  # noqa: E402
 from qwengpu.engine.weights import Matrix  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_engine_ab import baseline_engine_module  # noqa: E402
 
 
 # the baseline's panels: 128 rows, and the terms a group of columns takes before moving on
@@ -186,7 +194,7 @@ def passes_in_cache(panels, x, out, passes):
 
 def in_cache_rate(columns: int) -> float:
     """Multiply-adds a second of `dense_product`'s passes with nothing to wait for."""
-    panels = np.full((1, 1024, PANEL_ROWS), 0x3A83, dtype=np.uint16)     # 1e-3 as bfloat16
+    panels = pack_panels(np.full((1024, PANEL_ROWS), 0x3A83, dtype=np.uint16))   # 1e-3
     x = np.ones((1024, columns), dtype=np.float32)
     out = np.empty((PANEL_ROWS, columns), dtype=np.float32)
     passes = 20_000
@@ -211,7 +219,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", type=int, nargs="+", default=[1, 2, 4, 8, 64])
     parser.add_argument("--matrices", type=int, default=8,
                         help="different matrices each round multiplies in turn")
+    parser.add_argument("--baseline", type=Path,
+                        help="a checkout of this project: its engine's dense_product, on its "
+                             "own panels of the same bfloat16 weights, runs beside")
     args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        checkout = None if args.baseline is None else \
+            baseline_engine_module(args.baseline.resolve(), Path(folder))
+        run(args, checkout)
+    return 0
+
+
+def run(args: argparse.Namespace, checkout) -> None:
+    """The table: a row per column count (see the module doc)."""
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     weights = [torch.from_numpy(rng.standard_normal((args.rows, args.inner), dtype=np.float32))
@@ -219,55 +239,63 @@ def main(argv: list[str] | None = None) -> int:
     halves = [Matrix.of(weight) for weight in weights]
     full = [Matrix.of(weight.to(torch.float32)) for weight in weights]
     for matrix in full:                                   # kept float32, not 16 bits
-        matrix.stored = matrix.stored.view(np.uint16).astype(np.uint32) << 16
-        matrix.stored = matrix.stored.view(np.float32)
-    in_128s = [pack_panels((matrix.dense.T.view(np.uint32) >> 16).astype(np.uint16),
-                           ROWS_OF_128) for matrix in halves]
+        matrix.stored = pack_panels(np.ascontiguousarray(matrix.dense.T))
+    in_128s = [np.ascontiguousarray(panel_terms(pack_panels(
+        (matrix.dense.T.view(np.uint32) >> 16).astype(np.uint16), ROWS_OF_128), args.inner))
+        for matrix in halves]                             # one term a row, as it read them
     floats = [weight.to(torch.float32) for weight in weights]
     assert all(m.bf16 for m in halves) and not any(m.bf16 for m in full)
+
+    def panels(stored, x, out):
+        dense_panels(stored, x, out, 0, stored.shape[0])
+
+    def before_panels(stored, x, out):
+        panels_of_128(stored, x, out, 0, stored.shape[0])
+
+    def torch_mm(weight, x, out):
+        torch.mm(weight, torch.from_numpy(x))
+
+    contenders = {"before (bf16)": (before_panels, in_128s),
+                  "dense_product (float32)": (panels, [m.stored for m in full]),
+                  "dense_product (bf16)": (panels, [m.stored for m in halves]),
+                  "torch.mm": (torch_mm, floats)}
+    if checkout is not None:
+        def checkout_panels(stored, x, out):
+            checkout.dense_kernels.dense_panels(stored, x, out, 0, stored.shape[0])
+
+        contenders["baseline checkout (bf16)"] = (
+            checkout_panels, [checkout.weights.Matrix.of(weight).stored for weight in weights])
     count = args.matrices
     print(f"dense {args.rows} x {args.inner}, one thread, {count} matrices in turn; ms per "
-          "product (the best of 5 rounds, the four taking turns)")
-    print("| columns | before (bf16) | dense_product (float32) | dense_product (bf16) | "
-          "torch.mm | speed-up: bf16 | G mul-add/s: float32, bf16 | passes in cache |")
-    print("|---|---|---|---|---|---|---|---|")
+          f"product (the best of 5 rounds, the {len(contenders)} taking turns)")
+    print(f"| columns | {' | '.join(contenders)} | speed-up: bf16 | G mul-add/s: float32, "
+          f"bf16 | passes in cache |")
+    print("|---" * (len(contenders) + 4) + "|")
     for columns in args.columns:
         x = rng.standard_normal((args.inner, columns), dtype=np.float32)
-        before = np.empty((args.rows, columns), dtype=np.float32)
-        got = np.empty_like(before)
-
-        def panels(stored, x, out):
-            dense_panels(stored, x, out, 0, stored.shape[0])
-
-        def before_panels(stored, x, out):
-            panels_of_128(stored, x, out, 0, stored.shape[0])
-
-        def torch_mm(weight, x, out):
-            torch.mm(weight, torch.from_numpy(x))
-
-        contenders = [(before_panels, in_128s), (panels, [m.stored for m in full]),
-                      (panels, [m.stored for m in halves]), (torch_mm, floats)]
-        best = [float("inf")] * len(contenders)
-        for turn in range(6):                 # the four take turns, round after round
-            for index, (kernel, operands) in enumerate(contenders):
+        want = np.empty((args.rows, columns), dtype=np.float32)
+        got = np.empty_like(want)
+        best = dict.fromkeys(contenders, float("inf"))
+        for turn in range(6):                 # they take turns, round after round
+            for name, (kernel, operands) in contenders.items():
                 started = time.perf_counter()
                 for operand in operands:
                     kernel(operand, x, got)
                 if turn:                      # the first round compiles and warms
-                    best[index] = min(best[index], (time.perf_counter() - started) / count)
-        old, new, half, blas = best
+                    best[name] = min(best[name], (time.perf_counter() - started) / count)
         for index in range(count):
-            before_panels(in_128s[index], x, before)
-            for matrix in (full[index], halves[index]):
-                dense_panels(matrix.stored, x, got, 0, matrix.stored.shape[0])
-                if not np.array_equal(got, before):
-                    raise SystemExit(f"dense_product differs from the baseline's sums at "
-                                     f"{columns} columns")
+            before_panels(in_128s[index], x, want)
+            for name, (kernel, operands) in contenders.items():
+                if name != "torch.mm":
+                    kernel(operands[index], x, got)
+                    if not np.array_equal(got, want):
+                        raise SystemExit(f"{name} differs from the kernel before's sums at "
+                                         f"{columns} columns")
         madds = args.rows * args.inner * columns / 1e9
-        print(f"| {columns} | {old * 1e3:.2f} | {new * 1e3:.2f} | {half * 1e3:.2f} | "
-              f"{blas * 1e3:.2f} | {old / half:.2f}x | {madds / new:.1f}, {madds / half:.1f} "
-              f"| {in_cache_rate(columns) / 1e9:.1f} |", flush=True)
-    return 0
+        times = " | ".join(f"{seconds * 1e3:.2f}" for seconds in best.values())
+        old, new, half = (best[name] for name in list(contenders)[:3])
+        print(f"| {columns} | {times} | {old / half:.2f}x | {madds / new:.1f}, "
+              f"{madds / half:.1f} | {in_cache_rate(columns) / 1e9:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

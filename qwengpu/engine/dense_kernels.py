@@ -8,7 +8,9 @@ one contiguous run, which the running sums of its rows (held in vector registers
 they lie in memory.  The sums are those of the CSR kernels in `qwengpu.engine.kernels`, in
 the same order (k ascending, no fused multiply-add), so a column's result never depends on
 the other columns or on how the panels are shared over threads (`dense_panels`).  A weight
-is float32 or bfloat16 bits (uint16), widened exactly as it is loaded.
+is float32 or bfloat16 bits (uint16), widened exactly as it is loaded; a bfloat16 panel
+keeps its terms in pairs (`register_blocks.PAIRED`), two terms' weights of a row in one
+32-bit word.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from qwengpu.engine.register_blocks import LANES, block_product
+from qwengpu.engine.register_blocks import LANES, PAIRED, block_product
 
 # A dense matrix is kept in panels of this many rows (`pack_panels`), one register block's:
 # a panel's weights are one contiguous run, which the sums of its rows advance along.
@@ -33,8 +35,11 @@ _NO_ROWS = np.zeros(0, dtype=np.int64)    # `add_panel_terms`' rows: those of th
 
 
 def pack_panels(operand: np.ndarray, width: int = PANEL_ROWS) -> np.ndarray:
-    """A dense product's operand [inner, rows] as `dense_product` reads it: [panels, inner,
-    width], panel p holding rows p * width onwards, the last padded with zeros."""
+    """A dense product's operand [inner, rows] as `dense_product` reads it: float32 as
+    [panels, inner, width], panel p holding rows p * width onwards, the last padded with
+    zeros; bfloat16 bits (uint16) with each panel's terms in pairs, [panels, ceil(inner /
+    2), 2 * width] (entry [p, m, 2 r + t]: row p * width + r's weight of term 2 m + t, an
+    odd inner's last pair padded with a zero term, which no product adds)."""
     inner, rows = operand.shape
     panels = -(-rows // width)
     packed = np.zeros((panels, inner, width), dtype=operand.dtype)
@@ -42,13 +47,42 @@ def pack_panels(operand: np.ndarray, width: int = PANEL_ROWS) -> np.ndarray:
     packed[:whole] = operand[:, :whole * width].reshape(inner, whole, width).transpose(1, 0, 2)
     if whole < panels:
         packed[whole, :, :rows - whole * width] = operand[:, whole * width:]
-    return packed
+    if operand.dtype != np.uint16:
+        return packed
+    pairs = -(-inner // PAIRED)
+    paired = np.zeros((panels, pairs * PAIRED, width), dtype=np.uint16)
+    paired[:, :inner] = packed
+    return np.ascontiguousarray(paired.reshape(panels, pairs, PAIRED, width)
+                                .transpose(0, 1, 3, 2)).reshape(panels, pairs, PAIRED * width)
 
 
-def unpack_panels(packed: np.ndarray, rows: int) -> np.ndarray:
+def panel_terms(packed: np.ndarray, inner: int) -> np.ndarray:
+    """`pack_panels`' panels with one term a row, [panels, inner, width] (a copy where the
+    terms are paired)."""
+    if packed.dtype != np.uint16:
+        return packed
+    panels, pairs, _ = packed.shape
+    terms = packed.reshape(panels, pairs, -1, PAIRED).transpose(0, 1, 3, 2)
+    return terms.reshape(panels, pairs * PAIRED, -1)[:, :inner]
+
+
+def unpack_panels(packed: np.ndarray, rows: int, inner: int) -> np.ndarray:
     """`pack_panels`' operand again ([inner, rows], a copy)."""
-    panels, inner, width = packed.shape
-    return np.ascontiguousarray(packed.transpose(1, 0, 2).reshape(inner, panels * width)[:, :rows])
+    terms = panel_terms(packed, inner)
+    panels, _, width = terms.shape
+    return np.ascontiguousarray(terms.transpose(1, 0, 2).reshape(inner, panels * width)
+                                [:, :rows])
+
+
+def panel_columns(packed: np.ndarray, positions: np.ndarray, inner: int) -> np.ndarray:
+    """The operand's columns at `positions` (rows of the product), [inner, len(positions)],
+    as stored (float32, or bfloat16 bits)."""
+    panel, lane = positions // PANEL_ROWS, positions % PANEL_ROWS
+    if packed.dtype != np.uint16:
+        return np.ascontiguousarray(packed[panel, :, lane].T)
+    picked = packed[panel[:, None], :, PAIRED * lane[:, None] + np.arange(PAIRED)]
+    terms = picked.transpose(0, 2, 1).reshape(positions.shape[0], packed.shape[1] * PAIRED)
+    return np.ascontiguousarray(terms[:, :inner].T)
 
 
 @njit(cache=True, nogil=True)
@@ -71,10 +105,11 @@ def dense_panels(panels, x, out, first, last):
     group of eight, so its weights come from memory once and from the first-level cache
     after.
 
-    `panels` is float32, or uint16 holding bfloat16 bits (`Matrix.bf16`): each weight is
-    then widened as it is loaded (exact), so half the bytes are read, which is what bounds
-    a product of few columns; the sums are the same."""
-    inner, width = panels.shape[1], panels.shape[2]
+    `panels` is float32, or uint16 holding bfloat16 bits with the terms in pairs
+    (`Matrix.bf16`, `pack_panels`): each weight is then widened as it is loaded (exact), so
+    half the bytes are read, which is what bounds a product of few columns; the sums are the
+    same.  x's rows are the terms (inner)."""
+    inner, width = x.shape[0], PANEL_ROWS
     sums = np.empty((x.shape[1], width), dtype=np.float32)
     rows, columns = out.shape[0], x.shape[1]
     for p in range(first, last):
@@ -91,8 +126,9 @@ def dense_panels(panels, x, out, first, last):
 
 @njit(cache=True, nogil=True)
 def add_panel_terms(panel, x, sums, start, stop, panel_rows, x_rows):
-    """sums[c, r] += terms `start` to `stop` - 1 of one panel ([terms, PANEL_ROWS]) times
-    x, for every column c of x, in register blocks of eight columns, then four, two or one.
+    """sums[c, r] += terms `start` to `stop` - 1 of one panel ([terms, PANEL_ROWS], or
+    paired bfloat16 bits: `start` even) times x, for every column c of x, in register
+    blocks of eight columns, then four, two or one.
     Term k is panel row k times x's row k, or, where `x_rows` is not empty, panel row
     `panel_rows[k]` times x's row `x_rows[k]` (`block_product(gathered=True)`: some of the
     panel's rows and some of x's, with no copy of them)."""

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from qwengpu.engine.dense_kernels import PANEL_ROWS, pack_panels, unpack_panels
+from qwengpu.engine.dense_kernels import pack_panels, panel_columns, unpack_panels
 
 DENSE_ABOVE = 0.25           # a matrix (a table's row) with more nonzeros than this fraction
                              # is kept dense
@@ -67,9 +67,10 @@ class Matrix:
 
     A dense matrix is `stored` in the panels its products read (`dense_kernels.pack_panels`:
     [panels, inner, PANEL_ROWS], a panel's weights one contiguous run the sums of its rows
-    advance along): of its transpose, [columns, rows], for `matrix @ x`; of itself, [rows,
-    columns], where `transposed_products` says the engine multiplies by the matrix's
-    transpose (`Mlp.down_by_unit`).  `dense` is the [rows, columns] values either way.
+    advance along, bfloat16 bits with the terms in pairs): of its transpose, [columns,
+    rows], for `matrix @ x`; of itself, [rows, columns], where `transposed_products` says
+    the engine multiplies by the matrix's transpose (`Mlp.down_by_unit`).  `dense` is the
+    [rows, columns] values either way.
 
     Rows that do not fit the panels are kept apart: `panel_rows` (ascending) are the rows
     the panels hold, in that order, and `apart` ([len(apart_rows), columns], a `Matrix` of
@@ -170,6 +171,11 @@ class Matrix:
         return self.columns if self.transposed_products else self.rows
 
     @property
+    def inner(self) -> int:
+        """The terms of each of the products' sums (the rows of x)."""
+        return self.rows if self.transposed_products else self.columns
+
+    @property
     def panels_first(self) -> bool:
         """Whether the panels hold the first `product_rows` rows (so that their product
         lands in the top of the output, where the rest are apart)."""
@@ -182,7 +188,7 @@ class Matrix:
         bfloat16 bits), or None for CSR."""
         if self.stored is None:
             return None
-        operand = unpack_panels(self.stored, self.product_rows)
+        operand = unpack_panels(self.stored, self.product_rows, self.inner)
         values = widen_bf16(operand) if self.bf16 else operand
         if self.transposed_products:
             return values
@@ -221,8 +227,7 @@ class Matrix:
     def _panel_columns(self, positions: np.ndarray) -> np.ndarray:
         """float32 columns of the panels' operand at `positions` (among the rows they
         hold), [inner, len(positions)]."""
-        picked = np.ascontiguousarray(
-            self.stored[positions // PANEL_ROWS, :, positions % PANEL_ROWS].T)
+        picked = panel_columns(self.stored, positions, self.inner)
         return widen_bf16(picked) if self.bf16 else picked
 
     @property

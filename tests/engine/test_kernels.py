@@ -109,14 +109,24 @@ def test_a_dense_product_over_long_runs_takes_the_csr_sums(columns):
 
 
 def test_panels_hold_the_operand_and_split_over_threads():
-    """`pack_panels` then `unpack_panels` is the operand; `dense_panels` over two ranges of
-    panels (two threads' shares) writes what `dense_product` writes."""
-    operand = np.random.default_rng(23).standard_normal((37, 300)).astype(np.float32)
+    """`pack_panels` then `unpack_panels` is the operand (float32 one term a row, bfloat16
+    bits with the terms in pairs, an odd count's last pair padded with zeros);
+    `panel_columns` its columns; `dense_panels` over two ranges of panels (two threads'
+    shares) writes what `dense_product` writes."""
+    rng = np.random.default_rng(23)
+    operand = rng.standard_normal((37, 300)).astype(np.float32)
     packed = dense_kernels.pack_panels(operand)
     assert dense_kernels.PANEL_ROWS == 16 and packed.shape == (19, 37, 16)
     assert not packed[18, :, 300 - 288:].any()
-    assert np.array_equal(dense_kernels.unpack_panels(packed, 300), operand)
-    x = np.random.default_rng(24).standard_normal((37, 5)).astype(np.float32)
+    bits = (operand.view(np.uint32) >> 16).astype(np.uint16)
+    paired = dense_kernels.pack_panels(bits)
+    assert paired.shape == (19, 19, 32) and not paired[:, 18, 1::2].any()
+    assert np.array_equal(paired[3, 5, 2 * 7:2 * 7 + 2], bits[10:12, 3 * 16 + 7])
+    ids = np.array([299, 0, 17, 17, 288])
+    for stored, values in ((packed, operand), (paired, bits)):
+        assert np.array_equal(dense_kernels.unpack_panels(stored, 300, 37), values)
+        assert np.array_equal(dense_kernels.panel_columns(stored, ids, 37), values[:, ids])
+    x = rng.standard_normal((37, 5)).astype(np.float32)
     whole, halves = np.empty((300, 5), np.float32), np.empty((300, 5), np.float32)
     dense_kernels.dense_product(packed, x, whole)
     dense_kernels.dense_panels(packed, x, halves, 0, 7)
@@ -144,7 +154,8 @@ def test_bf16_weights_are_held_in_16_bits_and_take_the_same_sums(columns):
     assert halves.bf16 and halves.stored.dtype == np.uint16 and csr.data.dtype == np.float32
     widened = weight.to(torch.float32).numpy()
     assert np.array_equal(halves.dense.view(np.uint32), widened.view(np.uint32))
-    assert halves.nbytes == 704 * 45 * 2 and halves.nonzeros == csr.nonzeros   # 44 panels
+    assert halves.nbytes == 704 * 46 * 2 and halves.nonzeros == csr.nonzeros   # 44 panels,
+    # 23 pairs of terms (the last padded)
     x = np.random.default_rng(13).standard_normal((45, columns)).astype(np.float32)
     got, want = matmul(halves, x), matmul(csr, x)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))

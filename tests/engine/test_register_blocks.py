@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from qwengpu.engine.register_blocks import LANES, block_product
+from qwengpu.engine.dense_kernels import pack_panels
+from qwengpu.engine.register_blocks import LANES, PAIRED, block_product
 
 
 NO_ROWS = np.zeros(0, dtype=np.int64)
@@ -17,7 +18,8 @@ def model_sums(panel: np.ndarray, x: np.ndarray, sums: np.ndarray, start: int, s
                column: int, columns: int, panel_rows: np.ndarray | None = None,
                x_rows: np.ndarray | None = None) -> np.ndarray:
     """The block's sums, one float32 operation at a time (term k: panel row
-    `panel_rows[k]` times x's row `x_rows[k]`, or row k of both)."""
+    `panel_rows[k]` times x's row `x_rows[k]`, or row k of both); `panel` one term a row
+    (bfloat16 bits as uint16)."""
     want = sums.copy()
     weights = panel.astype(np.uint32) << 16 if panel.dtype == np.uint16 else panel
     weights = weights.view(np.float32) if panel.dtype == np.uint16 else weights
@@ -41,36 +43,52 @@ def runner(columns: int, gathered: bool):
     return run
 
 
+def paired(terms: np.ndarray) -> np.ndarray:
+    """bfloat16 bits one term a row, [terms, LANES], as a block reads them: the terms in
+    pairs, [ceil(terms / 2), PAIRED * LANES] (`dense_kernels.pack_panels`)."""
+    return pack_panels(terms)[0]
+
+
 @pytest.mark.parametrize("columns", [1, 2, 4, 8])
 @pytest.mark.parametrize("dtype", ["float32", "bf16"])
-def test_a_block_takes_each_term_in_order(columns, dtype):
-    """A run of terms from the middle of the panel (start 3, stop 40) added to sums already
+@pytest.mark.parametrize("start, stop", [(4, 40), (4, 41), (0, 45)])
+def test_a_block_takes_each_term_in_order(columns, dtype, start, stop):
+    """A run of terms from the middle of the panel or the whole of it (an even and an odd
+    count; bfloat16 terms start at an even one, a pair's first) added to sums already
     there, into columns from 1 on of a wider sums array; x strided (every other column of a
     wider array), so the block reads it through its strides."""
     rng = np.random.default_rng(columns)
     values = (rng.standard_normal((45, LANES)) * 4).astype(np.float32)
     if dtype == "bf16":
-        panel = (values.view(np.uint32) >> 16).astype(np.uint16)
+        terms = (values.view(np.uint32) >> 16).astype(np.uint16)
+        panel = paired(terms)
+        assert panel.shape == (23, PAIRED * LANES)
     else:
-        panel = values
+        terms = panel = values
     x = rng.standard_normal((45, 2 * (columns + 2))).astype(np.float32)[:, ::2]
     sums = rng.standard_normal((columns + 2, LANES)).astype(np.float32)
-    want = model_sums(panel, x, sums, 3, 40, 1, columns)
-    runner(columns, False)(panel, x, sums, 3, 40, 1, NO_ROWS, NO_ROWS)
+    want = model_sums(terms, x, sums, start, stop, 1, columns)
+    runner(columns, False)(panel, x, sums, start, stop, 1, NO_ROWS, NO_ROWS)
     assert np.array_equal(sums.view(np.uint32), want.view(np.uint32))
 
 
 @pytest.mark.parametrize("columns", [1, 8])
-def test_a_gathered_block_reads_the_rows_it_is_given(columns):
-    """`gathered`: term k is panel row panel_rows[k] (some left out) times x's row
-    x_rows[k] (rows repeated and out of order); x in Fortran order."""
+@pytest.mark.parametrize("dtype", ["float32", "bf16"])
+def test_a_gathered_block_reads_the_rows_it_is_given(columns, dtype):
+    """`gathered`: term k is panel row panel_rows[k] (some left out; of bfloat16 pairs,
+    first and second terms) times x's row x_rows[k] (rows repeated and out of order); x in
+    Fortran order."""
     rng = np.random.default_rng(50 + columns)
-    panel = rng.standard_normal((16, LANES)).astype(np.float32)
+    terms = rng.standard_normal((16, LANES)).astype(np.float32)
+    panel = terms
+    if dtype == "bf16":
+        terms = (terms.view(np.uint32) >> 16).astype(np.uint16)
+        panel = paired(terms)
     x = np.asfortranarray(rng.standard_normal((30, columns)).astype(np.float32))
     panel_rows = np.array([0, 2, 3, 4, 5, 7, 8, 9, 12, 13, 14, 15], dtype=np.int64)
     x_rows = np.array([29, 0, 7, 7, 3, 15, 2, 28, 11, 0, 5, 19], dtype=np.int64)
     sums = np.zeros((columns, LANES), dtype=np.float32)
-    want = model_sums(panel, x, sums, 0, 12, 0, columns, panel_rows, x_rows)
+    want = model_sums(terms, x, sums, 0, 12, 0, columns, panel_rows, x_rows)
     runner(columns, True)(panel, x, sums, 0, 12, 0, panel_rows, x_rows)
     assert np.array_equal(sums.view(np.uint32), want.view(np.uint32))
 
