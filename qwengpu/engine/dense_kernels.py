@@ -34,26 +34,41 @@ _EIGHT_GATHERED, _FOUR_GATHERED, _TWO_GATHERED, _ONE_GATHERED = (
 _NO_ROWS = np.zeros(0, dtype=np.int64)    # `add_panel_terms`' rows: those of the terms
 
 
-def pack_panels(operand: np.ndarray, width: int = PANEL_ROWS) -> np.ndarray:
-    """A dense product's operand [inner, rows] as `dense_product` reads it: float32 as
-    [panels, inner, width], panel p holding rows p * width onwards, the last padded with
-    zeros; bfloat16 bits (uint16) with each panel's terms in pairs, [panels, ceil(inner /
-    2), 2 * width] (entry [p, m, 2 r + t]: row p * width + r's weight of term 2 m + t, an
-    odd inner's last pair padded with a zero term, which no product adds)."""
-    inner, rows = operand.shape
+_PANELS_A_BLOCK = 256        # `pack_panels` packs this many panels at a time
+
+
+def pack_panels(operand: np.ndarray, width: int = PANEL_ROWS,
+                columns: np.ndarray | None = None) -> np.ndarray:
+    """A dense product's operand [inner, rows] as `dense_product` reads it (`columns`,
+    ascending: only those of its columns, in that order): float32 as [panels, inner,
+    width], panel p holding rows p * width onwards, the last padded with zeros; bfloat16
+    bits (uint16) with each panel's terms in pairs, [panels, ceil(inner / 2), 2 * width]
+    (entry [p, m, 2 r + t]: row p * width + r's weight of term 2 m + t, an odd inner's last
+    pair padded with a zero term, which no product adds).  A block of panels at a time, so
+    that no temporary is the size of the operand (a 248,320-row `lm_head`)."""
+    inner = operand.shape[0]
+    rows = operand.shape[1] if columns is None else columns.shape[0]
     panels = -(-rows // width)
-    packed = np.zeros((panels, inner, width), dtype=operand.dtype)
-    whole = rows // width
-    packed[:whole] = operand[:, :whole * width].reshape(inner, whole, width).transpose(1, 0, 2)
-    if whole < panels:
-        packed[whole, :, :rows - whole * width] = operand[:, whole * width:]
-    if operand.dtype != np.uint16:
-        return packed
-    pairs = -(-inner // PAIRED)
-    paired = np.zeros((panels, pairs * PAIRED, width), dtype=np.uint16)
-    paired[:, :inner] = packed
-    return np.ascontiguousarray(paired.reshape(panels, pairs, PAIRED, width)
-                                .transpose(0, 1, 3, 2)).reshape(panels, pairs, PAIRED * width)
+    paired = operand.dtype == np.uint16
+    if paired:
+        packed = np.zeros((panels, -(-inner // PAIRED), PAIRED * width), dtype=np.uint16)
+        by_term = packed.reshape(packed.shape[:2] + (width, PAIRED))
+    else:
+        packed = np.zeros((panels, inner, width), dtype=operand.dtype)
+    for first in range(0, panels, _PANELS_A_BLOCK):
+        last = min(panels, first + _PANELS_A_BLOCK)
+        low, high = first * width, min(rows, last * width)
+        block = np.zeros((inner, (last - first) * width), dtype=operand.dtype)
+        block[:, :high - low] = operand[:, low:high] if columns is None \
+            else operand[:, columns[low:high]]
+        block = block.reshape(inner, last - first, width).transpose(1, 0, 2)
+        if not paired:
+            packed[first:last] = block
+            continue
+        for term in range(PAIRED):
+            taken = block[:, term::PAIRED]
+            by_term[first:last, :taken.shape[1], :, term] = taken
+    return packed
 
 
 def panel_terms(packed: np.ndarray, inner: int) -> np.ndarray:

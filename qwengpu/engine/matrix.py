@@ -51,14 +51,6 @@ def _bf16_halves(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return halves, wide
 
 
-def _some_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """values[rows] for ascending row ids; a view, not a copy, where they are the first
-    rows (a spliced table's base rows: the machine's tokens come after them)."""
-    if rows.shape[0] and rows[-1] == rows.shape[0] - 1:
-        return values[:rows.shape[0]]
-    return values[rows]
-
-
 @dataclass
 class Matrix:
     """A weight matrix [rows, columns]: CSR arrays, or dense when it is mostly nonzero.
@@ -142,7 +134,7 @@ class Matrix:
             return cls(rows, columns, stored=pack_panels(operand.T))
         panel_rows = np.flatnonzero(held).astype(np.int64)
         apart_rows = np.flatnonzero(~held).astype(np.int64)
-        return cls(rows, columns, stored=pack_panels(_some_rows(operand, panel_rows).T),
+        return cls(rows, columns, stored=pack_panels(operand.T, columns=panel_rows),
                    panel_rows=panel_rows, apart_rows=apart_rows,
                    apart=keep_apart(tensor[torch.from_numpy(apart_rows)]))
 
