@@ -315,22 +315,18 @@ def mlp_units(gate_indptr, gate_indices, gate_data, gate_twins, gates, in_family
     first live one: the count runs in vector registers, and most units are dead; a unit in
     a family takes its gate sums from `gates`."""
     columns = x.shape[1]
+    few = alive.shape[0] > 0
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
-    if alive.shape[0] > 0:
-        values = np.empty(x.shape[0], dtype=np.float32)  # a column, contiguous
-        for column in range(columns):
-            values[:] = x[:, column]
-            _few_column_units(gate_indptr, gate_inputs, gate_data, gate_twins, up_indptr,
-                              up_inputs, up_data, values, column, hidden, live, alive, first,
-                              last)
-        return
+    values = np.ascontiguousarray(x.T) if few else np.empty((0, 0), dtype=np.float32)
     sums = np.empty((2, columns), dtype=np.float32)      # a unit's gate row, and its twin's
     up = np.empty(columns, dtype=np.float32)
     unit = first
     while unit < last:
         start, stop = np.uint64(gate_indptr[unit]), np.uint64(gate_indptr[unit + 1])
         count = 2 if gate_twins[unit] and unit + 1 < last else 1  # twins share a family
-        if in_family[unit]:
+        if few:
+            _few_column_gates(gate_inputs, gate_data, start, stop, count, values, sums)
+        elif in_family[unit]:
             for twin in range(count):
                 for column in range(columns):
                     sums[twin, column] = gates[unit + twin, column]
@@ -343,14 +339,27 @@ def mlp_units(gate_indptr, gate_indices, gate_data, gate_twins, gates, in_family
         for twin in range(count):
             this = unit + twin
             gate = sums[twin]
+            up_start, up_stop = np.uint64(up_indptr[this]), np.uint64(up_indptr[this + 1])
+            if few:
+                for column in range(columns):
+                    value = silu(gate[column])
+                    if value == np.float32(0.0):
+                        continue
+                    total = np.float32(0.0)
+                    source = values[column]
+                    for k in range(up_start, up_stop):
+                        total += up_data[k] * source[up_inputs[k]]
+                    hidden[this, column] = value * total
+                    alive[this, column] = True
+                    live[this] = True
+                continue
             count_live = 0                            # silu(x <= -89) is exactly -0
             for column in range(columns):
                 count_live += gate[column] > np.float32(-89.0)
             if count_live == 0:
                 continue
             up[:] = 0.0
-            _add_row_terms(up_inputs, up_data, np.uint64(up_indptr[this]),
-                           np.uint64(up_indptr[this + 1]), x, up)
+            _add_row_terms(up_inputs, up_data, up_start, up_stop, x, up)
             for column in range(columns):
                 hidden[this, column] = silu(gate[column]) * up[column]
             live[this] = True
@@ -358,38 +367,24 @@ def mlp_units(gate_indptr, gate_indices, gate_data, gate_twins, gates, in_family
 
 
 @njit(cache=True, nogil=True)
-def _few_column_units(gate_indptr, gate_inputs, gate_data, gate_twins, up_indptr, up_inputs,
-                      up_data, values, column, hidden, live, alive, first, last):
-    """`mlp_units` on one column (`values`, contiguous) with scalar sums: a unit and its
-    twin gather each input once and keep two running sums."""
-    unit = first
-    while unit < last:
-        start, stop = np.uint64(gate_indptr[unit]), np.uint64(gate_indptr[unit + 1])
-        first_sum = np.float32(0.0)
-        second_sum = np.float32(0.0)
-        count = 1
-        if gate_twins[unit] and unit + 1 < last:
-            offset = stop - start
+def _few_column_gates(inputs, data, start, stop, count, values, sums):
+    """A unit's gate row (and its twin's, the next stop - start weights, when `count` is 2)
+    on each column of `values` ([columns, dims]), with scalar sums."""
+    offset = stop - start
+    for column in range(values.shape[0]):
+        source = values[column]
+        first = np.float32(0.0)
+        second = np.float32(0.0)
+        if count == 2:
             for k in range(start, stop):
-                value = values[gate_inputs[k]]
-                first_sum += gate_data[k] * value
-                second_sum += gate_data[k + offset] * value
-            count = 2
+                value = source[inputs[k]]
+                first += data[k] * value
+                second += data[k + offset] * value
         else:
             for k in range(start, stop):
-                first_sum += gate_data[k] * values[gate_inputs[k]]
-        for twin in range(count):
-            gate = silu(first_sum if twin == 0 else second_sum)
-            if gate == np.float32(0.0):
-                continue
-            this = unit + twin
-            up = np.float32(0.0)
-            for k in range(np.uint64(up_indptr[this]), np.uint64(up_indptr[this + 1])):
-                up += up_data[k] * values[up_inputs[k]]
-            hidden[this, column] = gate * up
-            alive[this, column] = True
-            live[this] = True
-        unit += count
+                first += data[k] * source[inputs[k]]
+        sums[0, column] = first
+        sums[1, column] = second
 
 
 @njit(cache=True, nogil=True)
