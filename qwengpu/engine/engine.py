@@ -55,17 +55,12 @@ class Workers:
     def map(self, work: Callable, items) -> list:
         return list(self._executor.map(work, items))
 
-    def parts(self) -> int:
-        """The parts a `thread_parts` call from this thread cuts its work into: as many as
-        there are threads, which this sets numba to run on (as many as it has)."""
-        numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
-        return self.threads
-
     def bounds(self, count: int) -> np.ndarray:
-        """0..count cut into `parts()` nearly equal parts (part p from bounds[p] to
-        bounds[p + 1] - 1; no part empty)."""
-        parts = self.parts()
-        cuts = [count * part // parts for part in range(parts + 1)]
+        """0..count cut into as many nearly equal parts as there are threads (part p from
+        bounds[p] to bounds[p + 1] - 1; no part empty), for a `thread_parts` call from this
+        thread, which this sets numba to run on that many threads (as many as it has)."""
+        numba.set_num_threads(min(self.threads, numba.config.NUMBA_NUM_THREADS))
+        cuts = [count * part // self.threads for part in range(self.threads + 1)]
         return np.unique(np.asarray(cuts, dtype=np.int64))
 
     def shutdown(self) -> None:
@@ -269,15 +264,13 @@ class SparseEngine:
         if state.keys:
             state.reserve(int(state.positions.max()))
             self._rotary(int(positions.max()) + 1)
-        columns_are_rows = np.unique(slots).shape[0] == columns
-        by_rows = workers if workers is not None and columns > 1 and columns_are_rows \
-            else None
+        by_rows = workers if workers is not None and columns > 1 \
+            and np.unique(slots).shape[0] == columns else None
         for span in self.spans:
-            if workers is not None and span.fused is not None:
-                thread_parts.layers_shared(workers.parts(), columns_are_rows,
-                                           span.fused.down_rows, x, slots,
-                                           FLOAT(weights.eps), *span.fused.weight_arguments,
-                                           *self._fused_lists(state, span))
+            if by_rows is not None and span.fused is not None:
+                thread_parts.layers_in_parts(by_rows.bounds(columns), x, slots,
+                                             FLOAT(weights.eps), *span.fused.weight_arguments,
+                                             *self._fused_lists(state, span))
             else:
                 self._span(state, span, x, slots, positions, workers, by_rows)
         chosen = np.ascontiguousarray(x[:, np.asarray(wanted, dtype=np.int64)])

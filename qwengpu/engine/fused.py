@@ -44,13 +44,6 @@ def fusable(layer: Layer) -> bool:
     return mlp is None or all(_sparse(m) for m in (mlp.gate, mlp.up, mlp.down_by_unit))
 
 
-def _entries_before(matrix: Matrix) -> np.ndarray:
-    """For a CSR matrix whose indices are output rows (`Mlp.down_by_unit`): the entries in
-    the rows before each row, and all of them at the end (int64, like an indptr)."""
-    counts = np.bincount(matrix.indices, minlength=matrix.columns)
-    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-
 def _typed(arrays: list[np.ndarray]) -> List:
     typed = List()
     for array in arrays:
@@ -117,9 +110,6 @@ class FusedLayers:
                          for part, empty in (("indptr", none_i64), ("indices", none_i32),
                                              ("data", none_f)))
         self.gate_twins = per_mlp(lambda m: m.gate_twins, np.zeros(0, dtype=np.bool_))
-        # per MLP, the down projection's entries in the output rows before each row (how
-        # `thread_parts.layers_shared` cuts them)
-        self.down_rows = per_mlp(lambda m: _entries_before(m.down_by_unit), none_i64)
         no_families = GateFamilies.none(0).arrays
         self.families = tuple(per_mlp(lambda m, part=part: m.families.arrays[part],
                                       no_families[part])

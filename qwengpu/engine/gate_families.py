@@ -100,16 +100,9 @@ class GateFamilies:
 
 @njit(cache=True, nogil=True)
 def family_gates(table, inputs, units, weights, x, gates):
-    """`family_gates_of` every family."""
-    family_gates_of(table, inputs, units, weights, x, gates, 0, table.shape[0])
-
-
-@njit(cache=True, nogil=True)
-def family_gates_of(table, inputs, units, weights, x, gates, first, last):
-    """gates[u, c] = unit u's gate sum on column c of x, for every unit in families `first`
-    to `last` - 1 (the others' rows are left as they are): a family's panels of 16 units by
-    eight, four, two or one columns in register blocks that read the family's inputs
-    straight from x.
+    """gates[u, c] = unit u's gate sum on column c of x, for every unit in a family (the
+    others' rows are left as they are): a family's panels of 16 units by eight, four, two
+    or one columns in register blocks that read the family's inputs straight from x.
 
     An input that is exactly 0 in every column is left out: its terms are `w * 0`, ±0 (a
     family's weights are finite), and a sum that starts at +0 never becomes -0 (in
@@ -123,12 +116,12 @@ def family_gates_of(table, inputs, units, weights, x, gates, first, last):
                 nonzero[row] = True
                 break
     most_reads = 0
-    for family in range(first, last):
+    for family in range(table.shape[0]):
         most_reads = max(most_reads, table[family, 1] - table[family, 0])
     panel_rows = np.empty(most_reads, dtype=np.int64)
     x_rows = np.empty(most_reads, dtype=np.int64)
     running = np.empty((columns, PANEL_ROWS), dtype=np.float32)
-    for family in range(first, last):
+    for family in range(table.shape[0]):
         first_input, last_input = table[family, 0], table[family, 1]
         first_unit, last_unit = table[family, 2], table[family, 3]
         reads, count = last_input - first_input, last_unit - first_unit

@@ -42,36 +42,16 @@ LANES = 16
 @njit(cache=True, nogil=True)
 def csr_matmul(indptr, indices, data, x, out):
     """out[r, :] = sum_k data[k] * x[indices[k], :] over row r's nonzeros."""
-    csr_matmul_rows(indptr, indices, data, x, out, 0, out.shape[0])
-
-
-@njit(cache=True, nogil=True)
-def csr_matmul_rows(indptr, indices, data, x, out, first, last):
-    """`csr_matmul`'s rows `first` to `last` - 1 (separate threads can take separate rows:
-    each row's sum is its own)."""
     columns = x.shape[1]
     if columns <= FEW_COLUMNS:
         for column in range(columns):
-            _csr_matvec(indptr, indices, data, x[:, column], out[:, column], first, last)
+            _csr_matvec(indptr, indices, data, x[:, column], out[:, column])
         return
     inputs = indices.view(np.uint32)
-    for row in range(first, last):
+    for row in range(out.shape[0]):
         target = out[row]
         target[:] = 0.0
         _add_row_terms(inputs, data, np.uint64(indptr[row]), np.uint64(indptr[row + 1]), x, target)
-
-
-@njit(cache=True, nogil=True)
-def row_bounds(indptr, parts):
-    """A CSR matrix's rows cut into `parts` runs of about as many nonzeros each (int64
-    bounds: part p is rows bounds[p] to bounds[p + 1] - 1, perhaps none)."""
-    rows = indptr.shape[0] - 1
-    bounds = np.empty(parts + 1, dtype=np.int64)
-    bounds[0], bounds[parts] = 0, rows
-    for part in range(1, parts):
-        cut = np.searchsorted(indptr, indptr[rows] * part // parts)
-        bounds[part] = min(max(cut, bounds[part - 1]), rows)
-    return bounds
 
 
 @njit(cache=True, nogil=True)
@@ -119,11 +99,11 @@ def _add_row_terms(inputs, data, start, stop, x, sums):
 
 
 @njit(cache=True, nogil=True)
-def _csr_matvec(indptr, indices, data, x, out, first, last):
+def _csr_matvec(indptr, indices, data, x, out):
     values = np.empty(x.shape[0], dtype=np.float32)
     values[:] = x
     inputs = indices.view(np.uint32)
-    for row in range(first, last):
+    for row in range(out.shape[0]):
         total = np.float32(0.0)
         for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + 1])):
             total += data[k] * values[inputs[k]]
@@ -134,16 +114,10 @@ def _csr_matvec(indptr, indices, data, x, out, first, last):
 def csr_matmul_add(indptr, indices, data, x, residual):
     """residual[r, :] += (sum_k data[k] * x[indices[k], :]): a sublayer's output added to
     the residual stream (`h + mlp(...)`), the sum taken first."""
-    csr_matmul_add_rows(indptr, indices, data, x, residual, 0, residual.shape[0])
-
-
-@njit(cache=True, nogil=True)
-def csr_matmul_add_rows(indptr, indices, data, x, residual, first, last):
-    """`csr_matmul_add`'s rows `first` to `last` - 1."""
     columns = x.shape[1]
     total = np.zeros(columns, dtype=np.float32)
     inputs = indices.view(np.uint32)
-    for row in range(first, last):
+    for row in range(residual.shape[0]):
         start, stop = np.uint64(indptr[row]), np.uint64(indptr[row + 1])
         if start == stop:
             continue                       # h + 0 == h
@@ -264,157 +238,74 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, family_table, fami
             down_indptr, down_indices, down_data, x, residual):
     """Qwen3_5MLP added to the residual: residual += down(silu(gate(x)) * up(x)).
 
-    In three steps, each of which separate threads can share (`shared_layers`): the gate
-    sums of the units in a family (`family_*`, `in_family`: `gate_families`), taken first
-    as small dense products that load each input once for 16 units and every column, from
-    three columns on; then unit by unit (`mlp_units`) its gate row, silu, and where silu
-    is exactly 0 in every column the unit adds exactly 0 (0 * up, then 0 * down), so its up
-    row and down column are not read, else its up row and the product; then the live
-    units' down columns (`down_*`: CSR of down_proj's transpose, a row per unit) scattered
-    into a sum per output row, units in order (`mlp_down_rows`), which is added to the
-    residual at the end.  (On one column a family's panels, padded to 16 units, read more
-    bytes than its CSR rows: the compiled machine alone ran 12% slower a token with
-    them.)"""
-    columns = x.shape[1]
-    units = gate_indptr.shape[0] - 1
-    gates, hidden, live, alive = mlp_buffers(units, family_table, columns)
-    if columns > FEW_COLUMNS:
-        family_gates(family_table, family_inputs, family_units, family_weights, x, gates)
-    mlp_units(gate_indptr, gate_indices, gate_data, gate_twins, gates, in_family, up_indptr,
-              up_indices, up_data, x, hidden, live, alive, 0, units)
-    total = np.zeros((residual.shape[0], columns), dtype=np.float32)
-    mlp_down_rows(down_indptr, down_indices, down_data, hidden, live, alive, total, residual,
-                  0, residual.shape[0])
-
-
-@njit(cache=True, nogil=True)
-def mlp_buffers(units, family_table, columns):
-    """`mlp_units`' arrays: the family gate sums (none on few columns or without families),
-    each unit's silu(gate) * up per column, whether it is live, and, on few columns,
-    whether it is live in each column."""
-    families = columns > FEW_COLUMNS and family_table.shape[0] > 0
-    gates = np.empty((units if families else 0, columns), dtype=np.float32)
-    hidden = np.empty((units, columns), dtype=np.float32)
-    live = np.zeros(units, dtype=np.bool_)
-    alive = np.zeros((units if columns <= FEW_COLUMNS else 0, columns), dtype=np.bool_)
-    return gates, hidden, live, alive
-
-
-@njit(cache=True, nogil=True)
-def mlp_units(gate_indptr, gate_indices, gate_data, gate_twins, gates, in_family, up_indptr,
-              up_indices, up_data, x, hidden, live, alive, first, last):
-    """Units `first` to `last` - 1 of `mlp_add`: hidden[u, c] = silu(gate) * up where unit u
-    is live, `live[u]` whether it is (else hidden[u] is not written).  `gate_twins`
-    (`twin_rows`) marks the units whose next unit's gate row has the same columns: the two
-    rows' sums are taken in one pass over the inputs (each input read once for both), each
-    row's terms in its own order, so the sums are the same as one row at a time.
-
-    On few columns (`alive` has a row per unit) each column is taken with scalar sums, and
-    a unit is live in a column where silu is not exactly 0 (`alive[u, c]`).  On more,
-    whether a unit is live is a count over the columns, not a search that stops at the
-    first live one: the count runs in vector registers, and most units are dead; a unit in
-    a family takes its gate sums from `gates`."""
-    columns = x.shape[1]
-    few = alive.shape[0] > 0
+    Unit by unit: its gate row, silu; where silu is exactly 0 in every column the unit adds
+    exactly 0 (0 * up, then 0 * down), so its up row and down column are not read.  Otherwise
+    its up row, the product, and its down column (`down_*`: CSR of down_proj's transpose, a
+    row per unit) scattered into the sum, which is added to the residual at the end.
+    `gate_twins` (`twin_rows`) marks the units whose next unit's gate row has the same
+    columns: the two rows' sums are taken in one pass over the inputs (each input row read
+    once for both), each row's terms in its own order, so the sums are the same as one row
+    at a time.  Whether a unit is live is a count over the columns, not a search that stops
+    at the first live one: the count runs in vector registers, and most units are dead.
+    With few columns `_mlp_add_column` takes each column with scalar sums, row by row.  With
+    more, the gate sums of the units in a family (`family_*`, `in_family`:
+    `gate_families`) are taken first, as small dense products that load each input once
+    for 16 units and every column: the same sums.  (On one column a family's panels, padded
+    to 16 units, read more bytes than its CSR rows: the compiled machine alone ran 12%
+    slower a token with them.)"""
+    dims, columns = x.shape
+    if columns <= FEW_COLUMNS:
+        for column in range(columns):
+            _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr,
+                            up_indices, up_data, down_indptr, down_indices, down_data,
+                            x[:, column], residual[:, column])
+        return
+    gates = np.empty((in_family.shape[0] if family_table.shape[0] else 0, columns),
+                     dtype=np.float32)
+    family_gates(family_table, family_inputs, family_units, family_weights, x, gates)
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
-    values = np.ascontiguousarray(x.T) if few else np.empty((0, 0), dtype=np.float32)
+    down_outputs = down_indices.view(np.uint32)
+    total = np.zeros((residual.shape[0], columns), dtype=np.float32)
     sums = np.empty((2, columns), dtype=np.float32)      # a unit's gate row, and its twin's
+    first, second = sums[0], sums[1]
     up = np.empty(columns, dtype=np.float32)
-    unit = first
-    while unit < last:
+    units = gate_indptr.shape[0] - 1
+    unit = 0
+    while unit < units:
         start, stop = np.uint64(gate_indptr[unit]), np.uint64(gate_indptr[unit + 1])
-        count = 2 if gate_twins[unit] and unit + 1 < last else 1  # twins share a family
-        if few:
-            _few_column_gates(gate_inputs, gate_data, start, stop, count, values, sums)
-        elif in_family[unit]:
+        count = 2 if gate_twins[unit] else 1           # twins are in a family together or not
+        if in_family[unit]:
             for twin in range(count):
                 for column in range(columns):
                     sums[twin, column] = gates[unit + twin, column]
         elif count == 2:
             sums[:, :] = 0.0
-            _add_twin_row_terms(gate_inputs, gate_data, start, stop, x, sums[0], sums[1])
+            _add_twin_row_terms(gate_inputs, gate_data, start, stop, x, first, second)
         else:
-            sums[0, :] = 0.0
-            _add_row_terms(gate_inputs, gate_data, start, stop, x, sums[0])
+            first[:] = 0.0
+            _add_row_terms(gate_inputs, gate_data, start, stop, x, first)
         for twin in range(count):
             this = unit + twin
             gate = sums[twin]
-            up_start, up_stop = np.uint64(up_indptr[this]), np.uint64(up_indptr[this + 1])
-            if few:
-                for column in range(columns):
-                    value = silu(gate[column])
-                    if value == np.float32(0.0):
-                        continue
-                    total = np.float32(0.0)
-                    source = values[column]
-                    for k in range(up_start, up_stop):
-                        total += up_data[k] * source[up_inputs[k]]
-                    hidden[this, column] = value * total
-                    alive[this, column] = True
-                    live[this] = True
-                continue
-            count_live = 0                            # silu(x <= -89) is exactly -0
+            live = 0                                  # silu(x <= -89) is exactly -0
             for column in range(columns):
-                count_live += gate[column] > np.float32(-89.0)
-            if count_live == 0:
+                live += gate[column] > np.float32(-89.0)
+            if live == 0:
                 continue
+            for column in range(columns):
+                gate[column] = silu(gate[column])
             up[:] = 0.0
-            _add_row_terms(up_inputs, up_data, up_start, up_stop, x, up)
+            _add_row_terms(up_inputs, up_data, np.uint64(up_indptr[this]),
+                           np.uint64(up_indptr[this + 1]), x, up)
             for column in range(columns):
-                hidden[this, column] = silu(gate[column]) * up[column]
-            live[this] = True
+                gate[column] = gate[column] * up[column]
+            for k in range(np.uint64(down_indptr[this]), np.uint64(down_indptr[this + 1])):
+                weight = down_data[k]
+                target = total[down_outputs[k]]
+                for column in range(columns):
+                    target[column] += weight * gate[column]
         unit += count
-
-
-@njit(cache=True, nogil=True)
-def _few_column_gates(inputs, data, start, stop, count, values, sums):
-    """A unit's gate row (and its twin's, the next stop - start weights, when `count` is 2)
-    on each column of `values` ([columns, dims]), with scalar sums."""
-    offset = stop - start
-    for column in range(values.shape[0]):
-        source = values[column]
-        first = np.float32(0.0)
-        second = np.float32(0.0)
-        if count == 2:
-            for k in range(start, stop):
-                value = source[inputs[k]]
-                first += data[k] * value
-                second += data[k + offset] * value
-        else:
-            for k in range(start, stop):
-                first += data[k] * source[inputs[k]]
-        sums[0, column] = first
-        sums[1, column] = second
-
-
-@njit(cache=True, nogil=True)
-def mlp_down_rows(down_indptr, down_indices, down_data, hidden, live, alive, total, residual,
-                  first, last):
-    """Output rows `first` to `last` - 1 of `mlp_add`'s down projection: every live unit's
-    down column (its entries in those rows) scattered into `total` (zero there), units in
-    order, so each row's sum is the same whichever rows are taken together; then added to
-    the residual.  On few columns a unit adds only to the columns it is live in."""
-    columns = hidden.shape[1]
-    few = alive.shape[0] > 0
-    outputs = down_indices.view(np.uint32)
-    every_row = first == 0 and last == total.shape[0]
-    low, high = np.uint32(first), np.uint32(last)
-    for unit in range(live.shape[0]):
-        if not live[unit]:
-            continue
-        start, stop = np.uint64(down_indptr[unit]), np.uint64(down_indptr[unit + 1])
-        if not every_row:                       # its entries' rows ascend
-            column_rows = outputs[start:stop]
-            start, stop = (start + np.uint64(np.searchsorted(column_rows, low)),
-                           start + np.uint64(np.searchsorted(column_rows, high)))
-        for k in range(start, stop):
-            weight = down_data[k]
-            target = total[outputs[k]]
-            for column in range(columns):
-                if few and not alive[unit, column]:
-                    continue
-                target[column] += weight * hidden[unit, column]
-    for row in range(first, last):
+    for row in range(residual.shape[0]):
         for column in range(columns):
             residual[row, column] += total[row, column]
 
@@ -484,6 +375,51 @@ def _add_twin_row_terms(inputs, data, start, stop, x, first, second):
             u0 += data[k + offset] * value
         first[c], second[c] = t0, u0
         c += 1
+
+
+@njit(cache=True, nogil=True)
+def _mlp_add_column(gate_indptr, gate_indices, gate_data, gate_twins, up_indptr, up_indices,
+                    up_data, down_indptr, down_indices, down_data, x, residual):
+    """`mlp_add` for a single column (vectors), with scalar sums.  A unit and its twin (the
+    next unit, whose gate row has the same columns: the two units of a step) gather each
+    input once and keep two running sums, each row's terms still added in its own order,
+    so the sums are those of one row at a time; the units then go on one after the other."""
+    values = np.empty(x.shape[0], dtype=np.float32)      # the column, contiguous
+    values[:] = x
+    gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
+    down_outputs = down_indices.view(np.uint32)
+    total = np.zeros(residual.shape[0], dtype=np.float32)
+    units = gate_indptr.shape[0] - 1
+    unit = 0
+    while unit < units:
+        start, stop = np.uint64(gate_indptr[unit]), np.uint64(gate_indptr[unit + 1])
+        first = np.float32(0.0)
+        second = np.float32(0.0)
+        count = 1
+        if gate_twins[unit]:
+            offset = stop - start
+            for k in range(start, stop):
+                value = values[gate_inputs[k]]
+                first += gate_data[k] * value
+                second += gate_data[k + offset] * value
+            count = 2
+        else:
+            for k in range(start, stop):
+                first += gate_data[k] * values[gate_inputs[k]]
+        for twin in range(count):
+            gate = silu(first if twin == 0 else second)
+            if gate == np.float32(0.0):
+                continue
+            this = unit + twin
+            up = np.float32(0.0)
+            for k in range(np.uint64(up_indptr[this]), np.uint64(up_indptr[this + 1])):
+                up += up_data[k] * values[up_inputs[k]]
+            product = gate * up
+            for k in range(np.uint64(down_indptr[this]), np.uint64(down_indptr[this + 1])):
+                total[down_outputs[k]] += down_data[k] * product
+        unit += count
+    for row in range(residual.shape[0]):
+        residual[row] += total[row]
 
 
 @njit(cache=True, nogil=True)

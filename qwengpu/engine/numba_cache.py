@@ -23,7 +23,7 @@ CALLS = {
     "kernels": ("gate_families",),
     "mixer_kernels": ("kernels", "dense_kernels"),
     "fused": ("kernels", "mixer_kernels", "gate_families"),
-    "thread_parts": ("dense_kernels", "gate_families", "kernels", "mixer_kernels"),
+    "thread_parts": ("dense_kernels", "fused", "mixer_kernels"),
 }
 
 

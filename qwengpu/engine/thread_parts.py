@@ -2,11 +2,10 @@
 
 With threads, `SparseEngine.forward` cuts each piece of a step's work into as many parts as
 there are threads (`Workers.bounds`) and runs the parts at once: a dense product's panels of
-rows, the rows of the batch through a mixer, and each of the machine's sparse layers
-(`layers_shared`: its rows, units and heads).  Each part is the kernel a single thread runs
-on it (`dense_kernels.dense_panels`, `mixer_kernels`, the kernels of `fused.run_layers`),
-so every sum is taken by one thread as it would be alone and the results do not depend on
-the threads: only the time does.
+rows, or the rows of the batch through the machine's sparse layers and through a mixer.
+Each part is the kernel a single thread runs on it (`dense_kernels.dense_panels`,
+`fused.run_layers`, `mixer_kernels`), so every sum is taken by one thread as it would be
+alone and the results do not depend on the threads: only the time does.
 
 The parts start in one `prange` loop, not in a Python thread pool: numba's OpenMP threads
 take a part in about 2 microseconds where a pool's futures took about 60, and a step of
@@ -33,9 +32,7 @@ import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
 from qwengpu.engine.dense_kernels import dense_panels  # noqa: E402
-from qwengpu.engine.gate_families import family_gates_of  # noqa: E402
-from qwengpu.engine.kernels import csr_matmul_add_rows, csr_matmul_rows, mlp_buffers, \
-    mlp_down_rows, mlp_units, rms_norm, row_bounds  # noqa: E402
+from qwengpu.engine.fused import run_layers  # noqa: E402
 from qwengpu.engine.mixer_kernels import attention_columns, deltanet_columns  # noqa: E402
 
 
@@ -44,6 +41,30 @@ def dense_in_parts(panels, x, out, bounds):
     """`dense_kernels.dense_product`, panels bounds[p] to bounds[p + 1] - 1 a part."""
     for part in prange(bounds.shape[0] - 1):
         dense_panels(panels, x, out, bounds[part], bounds[part + 1])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def layers_in_parts(bounds, x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
+                    p_indptr, p_indices, p_data, projected_rows, conv_channel, conv_weight,
+                    key_of_value_head, neg_a, dt_bias, norm_weight, head_shape, state_rows,
+                    state_row_count, state_columns, state_column_count, o_indptr, o_indices,
+                    o_data, g_indptr, g_indices, g_data, u_indptr, u_indices, u_data,
+                    d_indptr, d_indices, d_data, gate_twins, family_table, family_inputs,
+                    family_units, family_weights, in_family, conv_states, memories):
+    """`fused.run_layers` on x's columns bounds[p] to bounds[p + 1] - 1 a part (each column
+    a row of its own, so the parts touch separate state)."""
+    for part in prange(bounds.shape[0] - 1):
+        first, last = bounds[part], bounds[part + 1]
+        share = np.ascontiguousarray(x[:, first:last])
+        run_layers(share, slots[first:last], eps, has_mixer, has_mlp, input_scales,
+                   post_scales, p_indptr, p_indices, p_data, projected_rows, conv_channel,
+                   conv_weight, key_of_value_head, neg_a, dt_bias, norm_weight, head_shape,
+                   state_rows, state_row_count, state_columns, state_column_count, o_indptr,
+                   o_indices, o_data, g_indptr, g_indices, g_data, u_indptr, u_indices,
+                   u_data, d_indptr, d_indices, d_data, gate_twins, family_table,
+                   family_inputs, family_units, family_weights, in_family, conv_states,
+                   memories)
+        x[:, first:last] = share
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -75,83 +96,3 @@ def attention_in_parts(bounds, projected, slots, positions, kv_of_head, kv_heads
                           positions[first:last], kv_of_head, kv_heads, head_dim, q_scale,
                           k_scale, eps, cos_table, sin_table, keys, values, lengths, share)
         out[:, first:last] = share
-
-
-@njit(cache=True, nogil=True)
-def even_bounds(count, parts):
-    """0..count cut into `parts` nearly equal runs (int64 bounds)."""
-    bounds = np.empty(parts + 1, dtype=np.int64)
-    for part in range(parts + 1):
-        bounds[part] = count * part // parts
-    return bounds
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def layers_shared(parts, columns_are_rows, down_rows, x, slots, eps, has_mixer, has_mlp, input_scales,
-                  post_scales, p_indptr, p_indices, p_data, projected_rows, conv_channel,
-                  conv_weight, key_of_value_head, neg_a, dt_bias, norm_weight, head_shape,
-                  state_rows, state_row_count, state_columns, state_column_count, o_indptr,
-                  o_indices, o_data, g_indptr, g_indices, g_data, u_indptr, u_indices, u_data,
-                  d_indptr, d_indices, d_data, gate_twins, family_table, family_inputs,
-                  family_units, family_weights, in_family, conv_states, memories):
-    """`fused.run_layers` with `parts` threads sharing each layer: its projection and
-    out_proj by output rows (cut by nonzeros), the delta rule by columns where each column
-    is a row of its own (`columns_are_rows`; else on one thread, a row's tokens in order),
-    the MLP's gate families, its units (cut by gate nonzeros) and its down projection by
-    output rows (`kernels.mlp_add`'s three steps; `down_rows[layer]`: the down entries in
-    rows before each row, so that the rows are cut by entries).  The families are cut by
-    count, the units by gate nonzeros: by weights, or by a unit's gate and up weights, the
-    shares came out further apart, a family reading only the inputs that are not 0 and
-    most units being dead.  Every sum is one thread's, taken as `run_layers` takes it, so
-    the results are its results to the bit."""
-    dims, columns = x.shape
-    normed = np.empty_like(x)
-    column_bounds = even_bounds(columns, min(parts, columns) if columns_are_rows else 1)
-    for layer in range(has_mixer.shape[0]):
-        if has_mixer[layer]:
-            rms_norm(x, input_scales[layer], eps, normed)
-            projected = np.empty((projected_rows[layer], columns), dtype=np.float32)
-            rows = row_bounds(p_indptr[layer], parts)
-            for part in prange(parts):
-                csr_matmul_rows(p_indptr[layer], p_indices[layer], p_data[layer], normed,
-                                projected, rows[part], rows[part + 1])
-            key_channels, value_heads = head_shape[layer, 0], head_shape[layer, 1]
-            key_head_dim, value_head_dim = head_shape[layer, 2], head_shape[layer, 3]
-            out = np.empty((value_heads * value_head_dim, columns), dtype=np.float32)
-            for part in prange(column_bounds.shape[0] - 1):
-                first, last = column_bounds[part], column_bounds[part + 1]
-                share = np.empty((out.shape[0], last - first), dtype=np.float32)
-                deltanet_columns(np.ascontiguousarray(projected[:, first:last]),
-                                 slots[first:last], conv_channel[layer], conv_weight[layer],
-                                 conv_states[layer], key_channels, value_heads,
-                                 key_of_value_head[layer], key_head_dim, value_head_dim,
-                                 neg_a[layer], dt_bias[layer], norm_weight[layer], eps,
-                                 state_rows[layer], state_row_count[layer],
-                                 state_columns[layer], state_column_count[layer],
-                                 memories[layer], share)
-                out[:, first:last] = share
-            rows = row_bounds(o_indptr[layer], parts)
-            for part in prange(parts):
-                csr_matmul_add_rows(o_indptr[layer], o_indices[layer], o_data[layer], out, x,
-                                    rows[part], rows[part + 1])
-        if has_mlp[layer]:
-            rms_norm(x, post_scales[layer], eps, normed)
-            units = g_indptr[layer].shape[0] - 1
-            gates, hidden, live, alive = mlp_buffers(units, family_table[layer], columns)
-            if gates.shape[0] > 0:
-                families = even_bounds(family_table[layer].shape[0], parts)
-                for part in prange(parts):
-                    family_gates_of(family_table[layer], family_inputs[layer],
-                                    family_units[layer], family_weights[layer], normed, gates,
-                                    families[part], families[part + 1])
-            walk = row_bounds(g_indptr[layer], parts)
-            for part in prange(parts):
-                mlp_units(g_indptr[layer], g_indices[layer], g_data[layer], gate_twins[layer],
-                          gates, in_family[layer], u_indptr[layer], u_indices[layer],
-                          u_data[layer], normed, hidden, live, alive, walk[part],
-                          walk[part + 1])
-            total = np.zeros((dims, columns), dtype=np.float32)
-            rows = row_bounds(down_rows[layer], parts)
-            for part in prange(parts):
-                mlp_down_rows(d_indptr[layer], d_indices[layer], d_data[layer], hidden, live,
-                              alive, total, x, rows[part], rows[part + 1])

@@ -3,8 +3,7 @@
 A checkpoint shaped like a compiled machine (sparse matrices, Gated DeltaNet mixers, the
 full-attention layers dead): the engine runs it in one compiled call per forward, and must
 give the loop's logits to the bit, after a chunked prefill, token by token, and in a batch
-of rows on two threads; with threads sharing each layer, one thread's logits to the bit;
-its greedy ids must be stock transformers'.  A checkpoint with live
+of rows on two threads; its greedy ids must be stock transformers'.  A checkpoint with live
 attention or dense matrices keeps the loop.
 """
 
@@ -15,7 +14,6 @@ import pytest
 import torch
 
 from qwengpu.engine import SparseEngine
-from qwengpu.engine.engine import Workers
 from qwengpu.engine.weights import read_weights
 from random_checkpoints import TOLERANCE, engine_logits, prompt_of, random_model, save, \
     stock_generate, stock_logits
@@ -92,37 +90,6 @@ def test_fused_rows_and_threads_write_the_judges_ids(sparse_dir):
     engine = SparseEngine.load(sparse_dir)
     assert engine.generate(prompts, 30) == want
     assert engine.generate(prompts, 30, threads=2) == want
-
-
-@pytest.mark.parametrize("threads", [2, 3])
-def test_threads_sharing_each_layer_give_one_threads_logits(sparse_dir, threads):
-    """`thread_parts.layers_shared`: the threads share each fused layer (its projections'
-    rows, the MLP's units and down rows, the delta rule by rows).  A prompt prefilled in
-    chunks of 4 (a row's tokens in order on one thread), then steps of 1, 2 (few columns:
-    scalar sums) and 5 rows: the logits are one thread's to the bit."""
-    engine = SparseEngine.load(sparse_dir)
-    prompts = [prompt_of(20 + row, 6 + row) for row in range(5)]
-    workers = Workers(threads)
-    try:
-        for rows in (1, 2, 5):
-            alone, shared = engine.new_state(rows), engine.new_state(rows)
-            for row, prompt in enumerate(prompts[:rows]):
-                for start in range(0, len(prompt), 4):
-                    piece = prompt[start:start + 4]
-                    want = engine.forward(alone, piece, [row] * len(piece),
-                                          range(len(piece)), logits=True)
-                    got = engine.forward(shared, piece, [row] * len(piece),
-                                         range(len(piece)), logits=True, workers=workers)
-                    assert np.array_equal(bits(got), bits(want)), (rows, row, start)
-            step = [prompt[-1] for prompt in prompts[:rows]]
-            for _ in range(3):
-                want = engine.forward(alone, step, range(rows), range(rows), logits=True)
-                got = engine.forward(shared, step, range(rows), range(rows), logits=True,
-                                     workers=workers)
-                assert np.array_equal(bits(got), bits(want)), rows
-                step = [int(token) for token in want.argmax(axis=0)]
-    finally:
-        workers.shutdown()
 
 
 def test_live_attention_or_dense_matrices_keep_the_loop(tmp_path):
