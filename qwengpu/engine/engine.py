@@ -114,7 +114,7 @@ def mlp_add(mlp: Mlp, x: np.ndarray, residual: np.ndarray,
     gate, up, down = mlp.gate, mlp.up, mlp.down_by_unit
     if gate.stored is None and up.stored is None and down.stored is None:
         kernels.mlp_add(gate.indptr, gate.indices, gate.data, mlp.gate_twins,
-                        *mlp.families.arrays, up.indptr, up.indices, up.data, down.indptr,
+                        mlp.gate_finite, *mlp.families.arrays, up.indptr, up.indices, up.data, down.indptr,
                         down.indices, down.data, x, residual)
         return
     hidden = matmul(gate, x, workers)

@@ -110,6 +110,8 @@ class FusedLayers:
                          for part, empty in (("indptr", none_i64), ("indices", none_i32),
                                              ("data", none_f)))
         self.gate_twins = per_mlp(lambda m: m.gate_twins, np.zeros(0, dtype=np.bool_))
+        self.gate_finite = np.array([layer.mlp is None or layer.mlp.gate_finite
+                                     for layer in layers])
         no_families = GateFamilies.none(0).arrays
         self.families = tuple(per_mlp(lambda m, part=part: m.families.arrays[part],
                                       no_families[part])
@@ -133,7 +135,7 @@ class FusedLayers:
                 self.key_of_value_head, self.neg_a, self.dt_bias, self.norm_weight,
                 self.head_shape, self.state_rows, self.state_row_count, self.state_columns,
                 self.state_column_count, *self.out_proj, *self.mlp, self.gate_twins,
-                *self.families)
+                self.gate_finite, *self.families)
 
     def run(self, x: np.ndarray, slots: np.ndarray, eps: np.float32,
             state_lists: tuple[List, List]) -> None:
@@ -147,8 +149,8 @@ def run_layers(x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
                key_of_value_head, neg_a, dt_bias, norm_weight, head_shape, state_rows,
                state_row_count, state_columns, state_column_count, o_indptr, o_indices,
                o_data, g_indptr, g_indices, g_data, u_indptr, u_indices, u_data, d_indptr,
-               d_indices, d_data, gate_twins, family_table, family_inputs, family_units,
-               family_weights, in_family, conv_states, memories):
+               d_indices, d_data, gate_twins, gate_finite, family_table, family_inputs,
+               family_units, family_weights, in_family, conv_states, memories):
     """`SparseEngine.forward`'s loop over the layers, for sparse DeltaNet and MLP layers:
     per layer the RMSNorm, the mixer's projection, the delta rule, `out_proj` added to x,
     then the RMSNorm and the MLP added to x."""
@@ -172,7 +174,7 @@ def run_layers(x, slots, eps, has_mixer, has_mlp, input_scales, post_scales,
         if has_mlp[layer]:
             rms_norm(x, post_scales[layer], eps, normed)
             mlp_add(g_indptr[layer], g_indices[layer], g_data[layer], gate_twins[layer],
-                    family_table[layer], family_inputs[layer], family_units[layer],
-                    family_weights[layer], in_family[layer], u_indptr[layer],
-                    u_indices[layer], u_data[layer], d_indptr[layer], d_indices[layer],
-                    d_data[layer], normed, x)
+                    gate_finite[layer], family_table[layer], family_inputs[layer],
+                    family_units[layer], family_weights[layer], in_family[layer],
+                    u_indptr[layer], u_indices[layer], u_data[layer], d_indptr[layer],
+                    d_indices[layer], d_data[layer], normed, x)

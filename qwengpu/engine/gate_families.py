@@ -99,22 +99,17 @@ class GateFamilies:
 
 
 @njit(cache=True, nogil=True)
-def family_gates(table, inputs, units, weights, x, gates):
+def family_gates(table, inputs, units, weights, x, nonzero, gates):
     """gates[u, c] = unit u's gate sum on column c of x, for every unit in a family (the
     others' rows are left as they are): a family's panels of 16 units by eight, four, two
     or one columns in register blocks that read the family's inputs straight from x.
 
-    An input that is exactly 0 in every column is left out: its terms are `w * 0`, ±0 (a
-    family's weights are finite), and a sum that starts at +0 never becomes -0 (in
-    round-to-nearest `a + b` is -0 only when both are), so adding ±0 to it changes no bit.
-    (In a spliced machine every gate row reads the text gate's dims, 0 on machine tokens.)"""
-    hidden, columns = x.shape
-    nonzero = np.zeros(hidden, dtype=np.bool_)
-    for row in range(hidden):
-        for c in range(columns):
-            if x[row, c] != np.float32(0.0):            # a NaN counts as nonzero
-                nonzero[row] = True
-                break
+    An input that is not `nonzero` (`kernels.nonzero_rows`: exactly 0 in every column) is
+    left out: its terms are `w * 0`, ±0 (a family's weights are finite), and a sum that
+    starts at +0 never becomes -0 (in round-to-nearest `a + b` is -0 only when both are),
+    so adding ±0 to it changes no bit.  (In a spliced machine every gate row reads the text
+    gate's dims, 0 on machine tokens.)"""
+    columns = x.shape[1]
     most_reads = 0
     for family in range(table.shape[0]):
         most_reads = max(most_reads, table[family, 1] - table[family, 0])
@@ -126,12 +121,11 @@ def family_gates(table, inputs, units, weights, x, gates):
         first_unit, last_unit = table[family, 2], table[family, 3]
         reads, count = last_input - first_input, last_unit - first_unit
         terms = 0
-        for j in range(reads):
+        for j in range(reads):                        # written always, kept where nonzero
             source = inputs[first_input + j]
-            if nonzero[source]:
-                panel_rows[terms] = j
-                x_rows[terms] = source
-                terms += 1
+            panel_rows[terms] = j
+            x_rows[terms] = source
+            terms += nonzero[source]
         panel_size = reads * PANEL_ROWS
         for p in range(-(-count // PANEL_ROWS)):
             start = table[family, 4] + p * panel_size

@@ -233,9 +233,9 @@ def csr_scatter_add(indptr, indices, data, x, out):
 
 
 @njit(cache=True, nogil=True)
-def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, family_table, family_inputs,
-            family_units, family_weights, in_family, up_indptr, up_indices, up_data,
-            down_indptr, down_indices, down_data, x, residual):
+def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, gate_finite, family_table,
+            family_inputs, family_units, family_weights, in_family, up_indptr, up_indices,
+            up_data, down_indptr, down_indices, down_data, x, residual):
     """Qwen3_5MLP added to the residual: residual += down(silu(gate(x)) * up(x)).
 
     Unit by unit: its gate row, silu; where silu is exactly 0 in every column the unit adds
@@ -252,7 +252,17 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, family_table, fami
     `gate_families`) are taken first, as small dense products that load each input once
     for 16 units and every column: the same sums.  (On one column a family's panels, padded
     to 16 units, read more bytes than its CSR rows: the compiled machine alone ran 12%
-    slower a token with them.)"""
+    slower a token with them.)
+
+    With more columns, too, a gate term whose input is exactly 0 in every column
+    (`nonzero_rows`) is left out, in a family (`family_gates`) and in the other rows
+    (`_kept_terms`) where every gate weight is finite (`gate_finite`): each such term is
+    `w * 0`, ±0, and a sum that starts at +0 never becomes -0 (in round-to-nearest `a + b`
+    is -0 only when both are), so adding ±0 to it changes no bit.  In a spliced machine
+    every gate row reads the text gate's dims, about 52 of its 60 terms, 0 on the machine's
+    own tokens.  (On one column, leaving them out costs what it saves: the row's indices
+    and weights are read either way, and finding the zero inputs costs a small machine's
+    step 5%.)"""
     dims, columns = x.shape
     if columns <= FEW_COLUMNS:
         for column in range(columns):
@@ -260,9 +270,16 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, family_table, fami
                             up_indices, up_data, down_indptr, down_indices, down_data,
                             x[:, column], residual[:, column])
         return
+    nonzero = np.empty(dims, dtype=np.bool_)
+    nonzero_rows(x, nonzero)
     gates = np.empty((in_family.shape[0] if family_table.shape[0] else 0, columns),
                      dtype=np.float32)
-    family_gates(family_table, family_inputs, family_units, family_weights, x, gates)
+    family_gates(family_table, family_inputs, family_units, family_weights, x, nonzero,
+                 gates)
+    if not gate_finite:                               # inf * 0 is NaN: keep every term
+        nonzero[:] = True
+    kept_inputs = np.empty(dims, dtype=np.uint32)
+    kept_data = np.empty(2 * dims, dtype=np.float32)
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
     down_outputs = down_indices.view(np.uint32)
     total = np.zeros((residual.shape[0], columns), dtype=np.float32)
@@ -278,18 +295,20 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, family_table, fami
             for twin in range(count):
                 for column in range(columns):
                     sums[twin, column] = gates[unit + twin, column]
-        elif count == 2:
-            sums[:, :] = 0.0
-            _add_twin_row_terms(gate_inputs, gate_data, start, stop, x, first, second)
         else:
-            first[:] = 0.0
-            _add_row_terms(gate_inputs, gate_data, start, stop, x, first)
+            sums[:, :] = 0.0
+            kept = _kept_terms(gate_inputs, gate_data, start, stop, count, nonzero,
+                               kept_inputs, kept_data)
+            if count == 2:
+                _add_twin_row_terms(kept_inputs, kept_data, 0, kept, x, first, second)
+            else:
+                _add_row_terms(kept_inputs, kept_data, 0, kept, x, first)
         for twin in range(count):
             this = unit + twin
             gate = sums[twin]
             live = 0                                  # silu(x <= -89) is exactly -0
-            for column in range(columns):
-                live += gate[column] > np.float32(-89.0)
+            for column in range(columns):             # (a NaN gate is live: NaN * up)
+                live += not gate[column] <= np.float32(-89.0)
             if live == 0:
                 continue
             for column in range(columns):
@@ -375,6 +394,37 @@ def _add_twin_row_terms(inputs, data, start, stop, x, first, second):
             u0 += data[k + offset] * value
         first[c], second[c] = t0, u0
         c += 1
+
+
+@njit(cache=True, nogil=True)
+def nonzero_rows(x, nonzero):
+    """nonzero[r] = x[r, c] is not 0 in some column c (a NaN counts as nonzero)."""
+    for row in range(x.shape[0]):
+        seen = False                                   # no early exit: the loop vectorises
+        for column in range(x.shape[1]):
+            seen |= x[row, column] != np.float32(0.0)
+        nonzero[row] = seen
+
+
+@njit(cache=True, nogil=True)
+def _kept_terms(inputs, data, start, stop, rows, nonzero, kept_inputs, kept_data):
+    """The terms start to stop - 1 of a CSR row (and, where `rows` is 2, of its twin, whose
+    weights follow at stop - start) whose inputs are `nonzero`, in order: their count n,
+    their inputs in kept_inputs[:n], their weights in kept_data[:n] (the twin's in
+    kept_data[n:2n]), for `_add_row_terms` and `_add_twin_row_terms` from 0 to n.  Every
+    term is written and the count moves on only for a kept one: no branch to mispredict."""
+    kept = 0
+    for k in range(start, stop):
+        source = inputs[k]
+        kept_inputs[kept] = source
+        kept_data[kept] = data[k]
+        kept += nonzero[source]
+    if rows == 2:
+        offset, twin = stop - start, 0
+        for k in range(start, stop):
+            kept_data[kept + twin] = data[k + offset]
+            twin += nonzero[inputs[k]]
+    return kept
 
 
 @njit(cache=True, nogil=True)

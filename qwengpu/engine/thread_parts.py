@@ -49,8 +49,9 @@ def layers_in_parts(bounds, x, slots, eps, has_mixer, has_mlp, input_scales, pos
                     key_of_value_head, neg_a, dt_bias, norm_weight, head_shape, state_rows,
                     state_row_count, state_columns, state_column_count, o_indptr, o_indices,
                     o_data, g_indptr, g_indices, g_data, u_indptr, u_indices, u_data,
-                    d_indptr, d_indices, d_data, gate_twins, family_table, family_inputs,
-                    family_units, family_weights, in_family, conv_states, memories):
+                    d_indptr, d_indices, d_data, gate_twins, gate_finite, family_table,
+                    family_inputs, family_units, family_weights, in_family, conv_states,
+                    memories):
     """`fused.run_layers` on x's columns bounds[p] to bounds[p + 1] - 1 a part (each column
     a row of its own, so the parts touch separate state)."""
     for part in prange(bounds.shape[0] - 1):
@@ -61,8 +62,8 @@ def layers_in_parts(bounds, x, slots, eps, has_mixer, has_mlp, input_scales, pos
                    conv_weight, key_of_value_head, neg_a, dt_bias, norm_weight, head_shape,
                    state_rows, state_row_count, state_columns, state_column_count, o_indptr,
                    o_indices, o_data, g_indptr, g_indices, g_data, u_indptr, u_indices,
-                   u_data, d_indptr, d_indices, d_data, gate_twins, family_table,
-                   family_inputs, family_units, family_weights, in_family, conv_states,
+                   u_data, d_indptr, d_indices, d_data, gate_twins, gate_finite,
+                   family_table, family_inputs, family_units, family_weights, in_family, conv_states,
                    memories)
         x[:, first:last] = share
 

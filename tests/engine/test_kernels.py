@@ -25,9 +25,9 @@ import pytest
 import torch
 
 from qwengpu.engine import dense_kernels, kernels, mixer_kernels
-from qwengpu.engine.engine import Workers, matmul
+from qwengpu.engine.engine import Workers, matmul, mlp_add
 from qwengpu.engine.gate_families import GateFamilies
-from qwengpu.engine.weights import Matrix
+from qwengpu.engine.weights import Matrix, Mlp
 
 
 def floats_between(low: float, high: float) -> np.ndarray:
@@ -276,7 +276,7 @@ def test_the_mlp_is_down_of_silu_gate_times_up(columns):
     csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
     arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
     twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
-    kernels.mlp_add(*arrays[:3], twins, *no_families(units), *arrays[3:], x, residual)
+    kernels.mlp_add(*arrays[:3], twins, True, *no_families(units), *arrays[3:], x, residual)
     np.testing.assert_allclose(residual, want, rtol=1e-5, atol=1e-4)
 
 
@@ -341,10 +341,63 @@ def test_gate_families_take_the_rows_own_sums(columns):
     assert families.weights.nbytes == (2 + 1 + 1) * 16 * 13 * 4   # 20, 8, 9 units; 13 inputs
     residual = rng.standard_normal((hidden, columns)).astype(np.float32)
     got, want = residual.copy(), residual.copy()
-    kernels.mlp_add(*arrays[:3], twins, *families.arrays, *arrays[3:], x, got)
-    kernels.mlp_add(*arrays[:3], twins, *no_families(80), *arrays[3:], x, want)
+    kernels.mlp_add(*arrays[:3], twins, True, *families.arrays, *arrays[3:], x, got)
+    kernels.mlp_add(*arrays[:3], twins, True, *no_families(80), *arrays[3:], x, want)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     assert not np.array_equal(got, residual)
+
+
+@pytest.mark.parametrize("columns", [1, 2, 5, 8, 13])
+def test_gate_terms_on_inputs_that_are_zero_are_left_out_to_the_bit(columns):
+    """Most gate inputs 0 or -0 in every column (a spliced machine's text-gate dims on its
+    own tokens), a few in some columns only: the MLP that leaves their terms out is the MLP
+    that adds every term (no families, `gate_finite` False), to the bit."""
+    rng = np.random.default_rng(44)
+    hidden = 50
+    gate = family_gate(rng, hidden)
+    up, down = random_sparse(80, hidden, 0.3, 17), random_sparse(hidden, 80, 0.3, 18)
+    x = rng.standard_normal((hidden, columns)).astype(np.float32)
+    x[0] = 1.0
+    live = x[5::5].copy()
+    x[1:] = 0.0
+    x[2::3] = -0.0
+    x[5::5] = live                                     # a fifth of the inputs live
+    x[10::10, ::2] = 0.0
+    csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
+    arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
+    twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
+    families = GateFamilies.of(*arrays[:3])
+    assert families.table.shape[0] == 3
+    residual = rng.standard_normal((hidden, columns)).astype(np.float32)
+    want = residual.copy()
+    kernels.mlp_add(*arrays[:3], twins, False, *no_families(80), *arrays[3:], x, want)
+    for family_arrays in (families.arrays, no_families(80)):
+        got = residual.copy()
+        kernels.mlp_add(*arrays[:3], twins, True, *family_arrays, *arrays[3:], x, got)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert not np.array_equal(want, residual)
+
+
+@pytest.mark.parametrize("columns", [1, 3])
+def test_an_infinite_gate_weight_on_a_zero_input_is_kept(columns):
+    """inf * 0 is NaN: a gate with an infinite weight keeps its terms on zero inputs, and
+    the unit's NaN reaches the residual as in transformers (one column and several)."""
+    hidden, units = 6, 3
+    gate, up = np.zeros((units, hidden), np.float32), np.zeros((units, hidden), np.float32)
+    gate[:, 1], gate[:, 2], gate[1, 3] = 1.0, 2.0, np.inf
+    up[:, 1] = 1.0
+    down = np.ones((hidden, units), np.float32)
+    x = np.zeros((hidden, columns), np.float32)
+    x[1] = 1.0                                         # x[3] = 0: inf * 0 in unit 1
+    mlp = Mlp([0, 1, 2], *(Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())))
+    assert not mlp.gate_finite
+    residual = np.zeros((hidden, columns), np.float32)
+    mlp_add(mlp, x, residual)
+    with np.errstate(invalid="ignore"):
+        gate_sums = gate @ x
+    want = torch.from_numpy(down) @ (torch.nn.functional.silu(torch.from_numpy(gate_sums))
+                                     * torch.from_numpy(up @ x))
+    assert torch.isnan(want).all() and np.isnan(residual).all()
 
 
 def test_twin_rows_are_neighbours_with_the_same_columns():
@@ -382,8 +435,8 @@ def test_twins_sum_each_row_in_its_own_order(columns):
     assert twins.sum() == pairs
     got = np.zeros((hidden, columns), dtype=np.float32)
     want = np.zeros((hidden, columns), dtype=np.float32)
-    kernels.mlp_add(*arrays[:3], twins, *no_families(2 * pairs), *arrays[3:], x, got)
-    kernels.mlp_add(*arrays[:3], np.zeros_like(twins), *no_families(2 * pairs),
+    kernels.mlp_add(*arrays[:3], twins, True, *no_families(2 * pairs), *arrays[3:], x, got)
+    kernels.mlp_add(*arrays[:3], np.zeros_like(twins), True, *no_families(2 * pairs),
                     *arrays[3:], x, want)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
@@ -408,10 +461,10 @@ def test_the_mlp_of_a_column_does_not_depend_on_the_other_columns(columns):
     twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
     residual = rng.standard_normal((hidden, columns)).astype(np.float32)
     together = residual.copy()
-    kernels.mlp_add(*arrays[:3], twins, *no_families(2 * pairs), *arrays[3:], x, together)
+    kernels.mlp_add(*arrays[:3], twins, True, *no_families(2 * pairs), *arrays[3:], x, together)
     for column in range(columns):
         alone = residual[:, column:column + 1].copy()
-        kernels.mlp_add(*arrays[:3], twins, *no_families(2 * pairs), *arrays[3:],
+        kernels.mlp_add(*arrays[:3], twins, True, *no_families(2 * pairs), *arrays[3:],
                         x[:, column:column + 1].copy(), alone)
         assert np.array_equal(alone[:, 0].view(np.uint32), together[:, column].view(np.uint32))
 
