@@ -255,14 +255,16 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, gate_finite, famil
     slower a token with them.)
 
     With more columns, too, a gate term whose input is exactly 0 in every column
-    (`nonzero_rows`) is left out, in a family (`family_gates`) and in the other rows
-    (`_kept_terms`) where every gate weight is finite (`gate_finite`): each such term is
-    `w * 0`, ±0, and a sum that starts at +0 never becomes -0 (in round-to-nearest `a + b`
-    is -0 only when both are), so adding ±0 to it changes no bit.  In a spliced machine
-    every gate row reads the text gate's dims, about 52 of its 60 terms, 0 on the machine's
-    own tokens.  (On one column, leaving them out costs what it saves: the row's indices
-    and weights are read either way, and finding the zero inputs costs a small machine's
-    step 5%.)"""
+    (`nonzero_rows`) is left out: in a family (`family_gates`), and in the other rows
+    (`_kept_terms`) where every gate weight is finite (`gate_finite`) and at most half the
+    families' inputs are nonzero (`mostly_zero`, the sign that the rows' copies pay: a
+    spliced machine's gate rows read the text gate's dims, about 52 of their 60 terms, 0
+    on the machine's own tokens; in the min build, where most are live, copying made four
+    columns 8% slower).  Each such term is `w * 0`, ±0, and a sum that starts at +0 never
+    becomes -0 (in round-to-nearest `a + b` is -0 only when both are), so adding ±0 to it
+    changes no bit.  (On one column, leaving them out costs what it saves: the row's
+    indices and weights are read either way, and finding the zero inputs costs a small
+    machine's step 5%.)"""
     dims, columns = x.shape
     if columns <= FEW_COLUMNS:
         for column in range(columns):
@@ -276,8 +278,7 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, gate_finite, famil
                      dtype=np.float32)
     family_gates(family_table, family_inputs, family_units, family_weights, x, nonzero,
                  gates)
-    if not gate_finite:                               # inf * 0 is NaN: keep every term
-        nonzero[:] = True
+    compact = gate_finite and mostly_zero(family_inputs, nonzero)
     kept_inputs = np.empty(dims, dtype=np.uint32)
     kept_data = np.empty(2 * dims, dtype=np.float32)
     gate_inputs, up_inputs = gate_indices.view(np.uint32), up_indices.view(np.uint32)
@@ -295,7 +296,7 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, gate_finite, famil
             for twin in range(count):
                 for column in range(columns):
                     sums[twin, column] = gates[unit + twin, column]
-        else:
+        elif compact:
             sums[:, :] = 0.0
             kept = _kept_terms(gate_inputs, gate_data, start, stop, count, nonzero,
                                kept_inputs, kept_data)
@@ -303,6 +304,12 @@ def mlp_add(gate_indptr, gate_indices, gate_data, gate_twins, gate_finite, famil
                 _add_twin_row_terms(kept_inputs, kept_data, 0, kept, x, first, second)
             else:
                 _add_row_terms(kept_inputs, kept_data, 0, kept, x, first)
+        elif count == 2:
+            sums[:, :] = 0.0
+            _add_twin_row_terms(gate_inputs, gate_data, start, stop, x, first, second)
+        else:
+            first[:] = 0.0
+            _add_row_terms(gate_inputs, gate_data, start, stop, x, first)
         for twin in range(count):
             this = unit + twin
             gate = sums[twin]
@@ -404,6 +411,15 @@ def nonzero_rows(x, nonzero):
         for column in range(x.shape[1]):
             seen |= x[row, column] != np.float32(0.0)
         nonzero[row] = seen
+
+
+@njit(cache=True, nogil=True)
+def mostly_zero(inputs, nonzero):
+    """`inputs` is not empty and at most half of it (with repeats) is `nonzero`."""
+    live = 0
+    for k in range(inputs.shape[0]):
+        live += nonzero[inputs[k]]
+    return inputs.shape[0] > 0 and 2 * live <= inputs.shape[0]
 
 
 @njit(cache=True, nogil=True)
