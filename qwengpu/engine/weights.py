@@ -140,13 +140,13 @@ class Mlp:
     # the units whose gate rows read the same inputs, taken as small dense products (none
     # where gate is dense)
     families: GateFamilies = field(init=False)
-    # every gate weight is finite: a gate term on an input that is 0 adds ±0, and
-    # `kernels.mlp_add` leaves such terms out
+    # a CSR gate whose every weight is finite: a gate term on an input that is 0 adds ±0,
+    # and `kernels.mlp_add` leaves such terms out (False where gate is dense: no mlp_add)
     gate_finite: bool = field(init=False)
 
     def __post_init__(self):
-        self.gate_finite = bool(self.gate.stored is not None
-                                or np.isfinite(self.gate.data).all())
+        self.gate_finite = bool(self.gate.stored is None
+                                and np.isfinite(self.gate.data).all())
         if self.gate.stored is None:
             self.gate_twins = twin_rows(self.gate.indptr, self.gate.indices)
             self.families = GateFamilies.of(self.gate.indptr, self.gate.indices,

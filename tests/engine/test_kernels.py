@@ -319,6 +319,15 @@ def test_gate_families_are_units_reading_the_same_inputs():
     assert GateFamilies.of(gate.indptr, gate.indices, gate.data).table.shape[0] == 2
 
 
+def mlp_arrays(gate, up, down):
+    """`mlp_add`'s CSR arrays (gate, up, down as the engine keeps them), the gate's twin rows
+    and its families."""
+    csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
+    arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
+    twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
+    return arrays, twins, GateFamilies.of(*arrays[:3])
+
+
 @pytest.mark.parametrize("columns", [1, 2, 5, 8, 13])
 def test_gate_families_take_the_rows_own_sums(columns):
     """The MLP with its gate families (dense products) is the MLP without them, to the bit:
@@ -333,10 +342,7 @@ def test_gate_families_take_the_rows_own_sums(columns):
     x[3::4] = 0.0
     x[5::8] = -0.0
     x[6::8, ::2] = 0.0
-    csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
-    arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
-    twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
-    families = GateFamilies.of(*arrays[:3])
+    arrays, twins, families = mlp_arrays(gate, up, down)
     assert twins[families.in_family].any() and families.table.shape[0] == 3
     assert families.weights.nbytes == (2 + 1 + 1) * 16 * 13 * 4   # 20, 8, 9 units; 13 inputs
     residual = rng.standard_normal((hidden, columns)).astype(np.float32)
@@ -363,10 +369,7 @@ def test_gate_terms_on_inputs_that_are_zero_are_left_out_to_the_bit(columns):
     x[2::3] = -0.0
     x[5::5] = live                                     # a fifth of the inputs live
     x[10::10, ::2] = 0.0
-    csr = [Matrix.csr(torch.from_numpy(m)) for m in (gate, up, down.T.copy())]
-    arrays = [array for m in csr for array in (m.indptr, m.indices, m.data)]
-    twins = kernels.twin_rows(csr[0].indptr, csr[0].indices)
-    families = GateFamilies.of(*arrays[:3])
+    arrays, twins, families = mlp_arrays(gate, up, down)
     nonzero = np.empty(hidden, dtype=np.bool_)
     kernels.nonzero_rows(x, nonzero)
     assert kernels.mostly_zero(families.inputs, nonzero) and families.table.shape[0] == 3
