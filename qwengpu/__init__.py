@@ -18,4 +18,13 @@ Packages, from the bottom layer up (tests/test_architecture.py holds the layers)
 - `commands`: one module per `hdlc` subcommand, and `cli` (module): the command line.
 """
 
+import os
+
+# How long a GNU OpenMP thread spins for its next piece of work before it sleeps.  OpenMP
+# reads it once, when it is first loaded, and torch loads it on import: so it is set here,
+# before any module of the package imports torch.  Its default, 300,000 spins, keeps the
+# engine's idle threads on the cores between a step's pieces (docs/engine.md, "Threads").
+# A value the user sets is kept.
+os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+
 __version__ = "0.1.0"

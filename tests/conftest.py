@@ -3,9 +3,12 @@
 torch runs the small models of the tests on one thread: on a 2-core machine the token-by-token
 decode path is many times slower with two threads competing (and so is everything else running
 beside it), and one thread also keeps float results independent of the thread count.  The run
-uses the cores through pytest-xdist instead, a worker each (tests/workers.py).
+uses the cores through pytest-xdist instead, a worker each (tests/workers.py).  `qwengpu` is
+imported first: it sets how long OpenMP's idle threads spin before torch loads OpenMP
+(qwengpu/__init__.py), so that the engine's threads in one worker leave the other's core.
 """
 
+import qwengpu  # noqa: F401  (before torch)
 import torch
 
 torch.set_num_threads(1)

@@ -51,6 +51,7 @@ class Workers:
     def __init__(self, threads: int):
         self.threads = threads
         self._executor = ThreadPoolExecutor(threads)
+        thread_parts.start_threads()
 
     def map(self, work: Callable, items) -> list:
         return list(self._executor.map(work, items))

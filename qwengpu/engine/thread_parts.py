@@ -17,23 +17,30 @@ session only.
 
 from __future__ import annotations
 
-import os
+import sys
 
-# How long an OpenMP thread spins for the next part before it sleeps (GNU OpenMP reads it
-# when numba first loads it, at the first parallel call).  Its default, 300,000 spins, keeps
-# an idle thread on a core for a while after each piece: on a machine whose cores other work
-# also wants (a second test worker, another program) the step then waits on threads the
-# spinning keeps off the cores, and a one-launch step of the 4-layer stand-in took 55 ms
-# beside one busy process against 28 with 1,000 spins (41 with the thread pool before); on
-# a quiet machine the two are alike (24 ms).  A value the user sets is kept.
-os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+import numba
+import numpy as np
+from numba import njit, prange
 
-import numpy as np  # noqa: E402
-from numba import njit, prange  # noqa: E402
+from qwengpu.engine.dense_kernels import dense_panels
+from qwengpu.engine.fused import run_layers
+from qwengpu.engine.mixer_kernels import attention_columns, deltanet_columns
 
-from qwengpu.engine.dense_kernels import dense_panels  # noqa: E402
-from qwengpu.engine.fused import run_layers  # noqa: E402
-from qwengpu.engine.mixer_kernels import attention_columns, deltanet_columns  # noqa: E402
+
+def start_threads() -> None:
+    """Start numba's threads (once a process), leaving torch's thread count as it was.
+
+    numba's OpenMP layer, as it starts, sets the calling thread's OpenMP thread count to all
+    of numba's threads (`omp_set_num_threads` in its `launch_threads`), and torch runs its
+    operations on that same GNU OpenMP: a model run beside the engine (stock transformers
+    checking it, the tests' next model) would then take every core.  How long an idle
+    thread spins is set where the package is imported (`qwengpu/__init__.py`)."""
+    torch = sys.modules.get("torch")
+    torch_threads = torch.get_num_threads() if torch is not None else None
+    numba.get_num_threads()                    # starts the threading layer, once
+    if torch_threads is not None:
+        torch.set_num_threads(torch_threads)
 
 
 @njit(parallel=True, nogil=True, cache=True)
