@@ -3,6 +3,7 @@
     result = compile("specs/counter.hdl", "min", output="out/counter")
     result = compile(spec, "qwen3.5-2b", stop_after="schedule")       # no weights
     result = compile(spec, dump_after={"plan"}, dump=print, check=True)
+    result = resume(compile(spec, stop_after="schedule"), "emit")        # taken on later
 
 | step | what it does | its output (`Compilation` field) | dumped as |
 |---|---|---|---|
@@ -116,9 +117,26 @@ def compile(spec: str, target: "str | Target" = "min", *, params: dict[str, int]
     result = Compilation(spec, target, dict(params or {}), list(passes or DEFAULT_PIPELINE),
                          encoding, dtype, Path(output) if output is not None else None,
                          estimate)
+    return _run(result, STEPS[:STEPS.index(last) + 1], progress, check, dump_after, dump)
+
+
+def resume(result: Compilation, stop_after: str, *,
+           progress: Callable[[str], None] | None = None, check: bool = False) -> Compilation:
+    """Take a compile that stopped early on: run the steps after the last one `result` ran, up
+    to `stop_after` (a splice goes on from the schedule its base check made)."""
+    if stop_after not in STEPS:
+        raise UserError(f"unknown compile step {stop_after!r} (the steps: {', '.join(STEPS)})")
+    done = STEPS.index(result.steps_run[-1]) + 1
+    if STEPS.index(stop_after) == len(STEPS) - 1 and result.output is None:
+        raise UserError("the write step needs the compile's output directory")
+    return _run(result, STEPS[done:STEPS.index(stop_after) + 1], progress, check)
+
+
+def _run(result: Compilation, steps: Iterable[str], progress, check: bool,
+         dump_after: Iterable[str] = (), dump=None) -> Compilation:
     say = progress or (lambda _message: None)
     started = time.perf_counter()
-    for name in STEPS[:STEPS.index(last) + 1]:
+    for name in steps:
         begun = time.perf_counter()
         STEP_FUNCTIONS[name](result, say, check)
         result.seconds[name] = time.perf_counter() - begun
@@ -126,7 +144,7 @@ def compile(spec: str, target: "str | Target" = "min", *, params: dict[str, int]
         say(f"{name}: {summary(result, name)} ({result.seconds[name]:.1f} s)")
         if name in dump_after:
             (dump or _print_dump)(name, dump_text(result, name))
-    result.seconds["total"] = time.perf_counter() - started
+    result.seconds["total"] = result.seconds.get("total", 0.0) + time.perf_counter() - started
     return result
 
 

@@ -8,7 +8,7 @@ import torch
 
 from qwengpu.cli import main
 from qwengpu.commands.compile import STEP_NAMES
-from qwengpu.compiler import STEPS, compile
+from qwengpu.compiler import STEPS, compile, resume
 from qwengpu.errors import UserError
 
 COUNTER = "specs/counter.hdl"
@@ -44,6 +44,24 @@ def test_stop_after_leaves_the_later_steps_out():
         compile(COUNTER, stop_after="plan", dump_after=["schedule"])
     with pytest.raises(UserError, match="unknown compile step 'layout'"):
         compile(COUNTER, dump_after=["layout"])
+
+
+def test_a_compile_taken_on_writes_the_same_checkpoint(tmp_path):
+    """`resume` runs the steps after the last one run: a compile stopped after the schedule
+    and taken on to `write` writes the files one compile writes, byte for byte (a splice
+    goes on from its base check's schedule so)."""
+    whole = compile(COUNTER, output=tmp_path / "whole")
+    stopped = compile(COUNTER, output=tmp_path / "resumed", stop_after="schedule")
+    resumed = resume(stopped, "write")
+    assert resumed.steps_run == list(STEPS)
+    for name in whole.files:
+        assert (tmp_path / "resumed" / name).read_bytes() == \
+            (tmp_path / "whole" / name).read_bytes(), name
+    assert resumed.files == whole.files
+    with pytest.raises(UserError, match="unknown compile step 'layout'"):
+        resume(compile(COUNTER, stop_after="plan"), "layout")
+    with pytest.raises(UserError, match="needs the compile's output directory"):
+        resume(compile(COUNTER, stop_after="plan"), "write")
 
 
 def test_one_default_encoding():

@@ -73,7 +73,15 @@ def _cover(accepted: frozenset, rejected: frozenset, bits: int) -> tuple:
 def affine_in_bits(weights: Sequence[float], domain: Sequence[int], bits: int
                    ) -> tuple[float, list[float]] | None:
     """`(constant, slopes)` with `weights[i] == constant + sum(slopes[k] * bit_k(domain[i]))`
-    for every `i`, exactly (rational elimination), or None when no such line exists."""
+    for every `i`, exactly (rational elimination), or None when no such line exists.  A
+    compile asks for the same table many times (the reduced machine: 2,640 fits, 159
+    tables), so each table's fit is kept."""
+    fit = _affine_fit(tuple(weights), tuple(domain), bits)
+    return None if fit is None else (fit[0], list(fit[1]))
+
+
+@lru_cache(maxsize=65536)
+def _affine_fit(weights: tuple, domain: tuple, bits: int) -> tuple[float, tuple] | None:
     rows = [[Fraction(1)] + [Fraction((v >> k) & 1) for k in range(bits)] + [Fraction(w)]
             for v, w in zip(domain, weights)]
     width = bits + 1
@@ -96,4 +104,4 @@ def affine_in_bits(weights: Sequence[float], domain: Sequence[int], bits: int
     solution = [Fraction(0)] * width
     for r, col in enumerate(pivots):
         solution[col] = rows[r][width]
-    return float(solution[0]), [float(x) for x in solution[1:]]
+    return float(solution[0]), tuple(float(x) for x in solution[1:])

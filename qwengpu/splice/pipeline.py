@@ -21,6 +21,7 @@ the most a base token can score on a machine position.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -75,7 +76,7 @@ class SpliceReport:
 def splice(spec: str, base_dir: str | Path, output: str | Path, *,
            params: dict[str, int] | None = None, margin: float = SPLICE_MARGIN,
            progress: Callable[[str], None] | None = None) -> SpliceReport:
-    from qwengpu.compiler import compile
+    from qwengpu.compiler import resume
 
     say = progress or (lambda _message: None)
     output = Path(output)
@@ -106,12 +107,14 @@ def splice(spec: str, base_dir: str | Path, output: str | Path, *,
         scale = out.choose_scale(bound, design_rms, row_norm, margin)
     say(f"bound: the base's layers add at most {bound:.4g}; scale {scale}")
 
+    # The check's schedule, built for the base's eps, is the design's: the steps up to the
+    # schedule read only the target's shape, and the eps enters with the weights (emit).
     design = Target(**{**target.__dict__, "rms_norm_eps": eps / scale ** 2})
-    compiled = compile(spec, design, params=params, stop_after="emit", progress=say)
+    planned.target = design
+    planned.schedule = dataclasses.replace(planned.schedule, target=design)
+    compiled = resume(planned, "emit", progress=say)
     model, schedule, groups = compiled.model, compiled.schedule, compiled.groups
     used = schedule.dims
-    if used != planned.schedule.dims:
-        raise AssertionError("the design's schedule uses other dims than the planned one")
     free = list(range(used, hidden))
     erased = out.concentrate_output(model, schedule, groups)
     gate_dims = gate.dims
