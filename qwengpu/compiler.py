@@ -127,6 +127,9 @@ def resume(result: Compilation, stop_after: str, *,
     if stop_after not in STEPS:
         raise UserError(f"unknown compile step {stop_after!r} (the steps: {', '.join(STEPS)})")
     done = STEPS.index(result.steps_run[-1]) + 1
+    if STEPS.index(stop_after) < done:
+        raise UserError(f"the compile has run {stop_after} already (it stopped after "
+                        f"{result.steps_run[-1]})")
     if STEPS.index(stop_after) == len(STEPS) - 1 and result.output is None:
         raise UserError("the write step needs the compile's output directory")
     return _run(result, STEPS[done:STEPS.index(stop_after) + 1], progress, check)

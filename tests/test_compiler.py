@@ -62,6 +62,8 @@ def test_a_compile_taken_on_writes_the_same_checkpoint(tmp_path):
         resume(compile(COUNTER, stop_after="plan"), "layout")
     with pytest.raises(UserError, match="needs the compile's output directory"):
         resume(compile(COUNTER, stop_after="plan"), "write")
+    with pytest.raises(UserError, match="has run graph already"):
+        resume(compile(COUNTER, stop_after="plan"), "graph")
 
 
 def test_one_default_encoding():

@@ -75,12 +75,12 @@ def affine_in_bits(weights: Sequence[float], domain: Sequence[int], bits: int
     """`(constant, slopes)` with `weights[i] == constant + sum(slopes[k] * bit_k(domain[i]))`
     for every `i`, exactly (rational elimination), or None when no such line exists.  A
     compile asks for the same table many times (the reduced machine: 2,640 fits, 159
-    tables), so each table's fit is kept."""
+    tables), so the fits of the last 4,096 tables are kept."""
     fit = _affine_fit(tuple(weights), tuple(domain), bits)
     return None if fit is None else (fit[0], list(fit[1]))
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)
 def _affine_fit(weights: tuple, domain: tuple, bits: int) -> tuple[float, tuple] | None:
     rows = [[Fraction(1)] + [Fraction((v >> k) & 1) for k in range(bits)] + [Fraction(w)]
             for v, w in zip(domain, weights)]

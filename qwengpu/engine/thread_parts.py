@@ -17,10 +17,9 @@ session only.
 
 from __future__ import annotations
 
-import sys
-
 import numba
 import numpy as np
+import torch
 from numba import njit, prange
 
 from qwengpu.engine.dense_kernels import dense_panels
@@ -36,11 +35,9 @@ def start_threads() -> None:
     operations on that same GNU OpenMP: a model run beside the engine (stock transformers
     checking it, the tests' next model) would then take every core.  How long an idle
     thread spins is set where the package is imported (`qwengpu/__init__.py`)."""
-    torch = sys.modules.get("torch")
-    torch_threads = torch.get_num_threads() if torch is not None else None
+    torch_threads = torch.get_num_threads()
     numba.get_num_threads()                    # starts the threading layer, once
-    if torch_threads is not None:
-        torch.set_num_threads(torch_threads)
+    torch.set_num_threads(torch_threads)
 
 
 @njit(parallel=True, nogil=True, cache=True)

@@ -4,6 +4,7 @@ the text dump and the `hdlc compile` / `hdlc graph` commands."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -64,6 +65,17 @@ def test_schedule_is_deterministic_text():
     assert "layer 0 (linear_attention)" in first
     assert "mixer s.regs.r0 = memory(" in first
     assert "layers 11..44: empty" in first
+
+
+def test_the_schedule_does_not_read_the_norm_eps():
+    """A splice builds its weights, with the design's `rms_norm_eps`, on the schedule its base
+    check made for the base's eps (`compiler.resume`): the schedule must not depend on it."""
+    target = dataclasses.replace(load_target("qwen3.5-2b"), narrowest=True)
+    base, design = (compile_plan(TINY, dataclasses.replace(target, rms_norm_eps=eps)).schedule
+                    for eps in (1e-6, 2.12e-28))
+    assert format_schedule(base) == format_schedule(design)
+    assert (base.dims, base.order, base.start, base.erase_at) == \
+        (design.dims, design.order, design.start, design.erase_at)
 
 
 def test_the_text_form_names_ops_from_the_hdl(capsys):
