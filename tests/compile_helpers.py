@@ -17,7 +17,9 @@ checkpoint, where it is installed, or always with `QWENGPU_REQUIRE_LLAMACPP=1`
 
 from __future__ import annotations
 
+import functools
 import os
+from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM
@@ -82,11 +84,25 @@ def engine_generate(directory, prompt: list[int], max_new_tokens: int,
                     prefill_chunk: int = 64) -> list[int]:
     """What the sparse engine writes greedily after `prompt` (in prefill chunks of
     `prefill_chunk` tokens, several here, to run the chunk boundaries too)."""
+    written, = _engine(directory).generate([prompt], max_new_tokens,
+                                           prefill_chunk=prefill_chunk)
+    return written
+
+
+def _engine(directory):
+    """The sparse engine of a checkpoint, read once while its files stay the same (a test
+    file runs many launches on one compiled machine; each launch starts a new state)."""
+    directory = Path(directory).resolve()
+    stamp = tuple(sorted((path.name, path.stat().st_mtime_ns, path.stat().st_size)
+                         for path in directory.iterdir() if path.is_file()))
+    return _load_engine(str(directory), stamp)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_engine(directory: str, stamp):
     from qwengpu.engine import SparseEngine
 
-    engine = SparseEngine.load(directory)
-    written, = engine.generate([prompt], max_new_tokens, prefill_chunk=prefill_chunk)
-    return written
+    return SparseEngine.load(directory)
 
 
 def run_case(compiled, model, sim: Simulator, prefix: int = 0, max_records: int = 1000):

@@ -52,11 +52,14 @@ def open_page(request, browser, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def reduced_model(tmp_path_factory) -> str:
+def reduced_model(tmp_path_factory, worker_id) -> str:
     """The reduced QwenGPU (one lane, one warp: compile_helpers.REDUCED) compiled with
-    --target min, once a session (about 45 s, 1.7 GB); `QWENGPU_REDUCED_MODEL=DIR` reuses a
-    checkpoint compiled with those parameters."""
+    --target min, once a run (about 30 s, 1.7 GB): the workers of a parallel run share it,
+    the first to ask compiling it while the others wait.  `QWENGPU_REDUCED_MODEL=DIR`
+    reuses a checkpoint compiled with those parameters."""
     import os
+
+    from filelock import FileLock
 
     from compile_helpers import REDUCED
     from qwengpu.cli import main
@@ -64,8 +67,15 @@ def reduced_model(tmp_path_factory) -> str:
     given = os.environ.get("QWENGPU_REDUCED_MODEL")
     if given:
         return given
-    directory = tmp_path_factory.mktemp("qwengpu_reduced")
-    flags = [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
-    assert main(["compile", "specs/qwengpu.hdl", "--target", "min", *flags,
-                 "-o", str(directory)]) == 0
+    # the run's own folder: shared by its workers, new every run
+    root = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        root = root.parent
+    directory, done = root / "qwengpu_reduced", root / "qwengpu_reduced.done"
+    with FileLock(str(root / "qwengpu_reduced.lock")):
+        if not done.exists():
+            flags = [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
+            assert main(["compile", "specs/qwengpu.hdl", "--target", "min", *flags,
+                         "-o", str(directory)]) == 0
+            done.touch()
     return str(directory)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from compile_helpers import REDUCED
 from qwengpu.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +33,10 @@ BUILDS = {
 }
 
 
+REDUCED_FLAGS = ["specs/qwengpu.hdl"] + [flag for name, value in REDUCED.items()
+                                          for flag in ("-P", f"{name}={value}")]
+
+
 def digests(directory: Path) -> dict[str, str]:
     result = {}
     for path in sorted(directory.iterdir()):
@@ -44,10 +49,17 @@ def digests(directory: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("build", sorted(BUILDS))
-def test_the_checkpoint_is_the_committed_one(build, tmp_path, monkeypatch):
+def test_the_checkpoint_is_the_committed_one(build, tmp_path, monkeypatch, request):
+    """The reduced QwenGPU is the run's shared one (tests/conftest.py's `reduced_model`,
+    compiled by the same command)."""
     monkeypatch.chdir(ROOT)
-    assert main(["compile", *BUILDS[build], "--target", "min", "-o", str(tmp_path)]) == 0
-    got = digests(tmp_path)
+    if build == "qwengpu-reduced":
+        assert REDUCED_FLAGS == BUILDS[build]
+        directory = Path(request.getfixturevalue("reduced_model"))
+    else:
+        directory = tmp_path
+        assert main(["compile", *BUILDS[build], "--target", "min", "-o", str(tmp_path)]) == 0
+    got = digests(directory)
     committed = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
     if os.environ.get("QWENGPU_UPDATE_GOLDEN"):
         committed[build] = got

@@ -22,7 +22,7 @@ from typing import Callable
 import torch
 
 from qwengpu.backend_torch.emit import embedding_table, emit_memory, emit_mlp, emit_scratch, \
-    lm_head_table
+    lm_head_table, replay
 from qwengpu.backend_torch.gadgets.core import DRIVES, Form, MlpWriter
 from qwengpu.backend_torch.model import blank_model, make_config
 from qwengpu.backend_torch.residual import BINARY, Group, ResidualLayout, residual_rms
@@ -104,17 +104,21 @@ def build_model(schedule: Schedule, dtype: torch.dtype = torch.float32,
     sizes = {s.name: s.size for s in plan.stores}
     next_unit: dict[int, int] = {}
     next_head: dict[int, int] = {}
+    rms_at: dict[int, float] = {}              # sublayer -> its input rms (the norm ledger)
     step = max(1, len(plan.ops) // 10)
     for count, op in enumerate(plan.ops):
         if progress and count and count % step == 0:
             progress(f"weights: {count} of {len(plan.ops)} ops")
-        rms = residual_rms(schedule.hot_entries(op.sublayer), hidden, eps)
+        if op.sublayer not in rms_at:
+            rms_at[op.sublayer] = residual_rms(schedule.hot_entries(op.sublayer), hidden, eps)
+        rms = rms_at[op.sublayer]
         layer = op.layer
         if op.kind == "mlp":
             start = next_unit.get(layer, 0)
             writer = MlpWriter(model.model.layers[layer].mlp, range(start, start + op.units), rms,
                                drive=DRIVES[torch.float32])
-            emit_mlp(writer, op, plan, groups)
+            if op.recording is None or not replay(writer, op.recording, groups):
+                emit_mlp(writer, op, plan, groups)
             used = writer.flush()
             assert used == op.units, (op.name, used, op.units)
             next_unit[layer] = start + used
@@ -148,7 +152,7 @@ def write_checkpoint(schedule: Schedule, protocol: TraceProtocol, model, directo
     protocol.save(directory)
     tensors = {name: p for name, p in model.state_dict().items()}
     figures = {"parameters": sum(t.numel() for t in tensors.values()),
-               "nonzeros": int(sum(int((t != 0).sum()) for t in tensors.values())),
+               "nonzeros": sum(int(torch.count_nonzero(t)) for t in tensors.values()),
                "bytes": (directory / "model.safetensors").stat().st_size}
     report = format_schedule(schedule)
     report += (f"\ncheckpoint: {figures['parameters']} parameters, {figures['nonzeros']} "

@@ -9,20 +9,22 @@ built from restoring steps (`step.py`), so every output is a clean group whateve
 deviations of the inputs; binary values (`encodings.py`) are read through cube forms.  Mixer
 ops: `scratch` (`gadgets/scratch.py`) and `memory` (`gadgets/memory.Memory`, one replica
 per read port).  The embedding sets each token's embedding values (`plan.embedding_values`);
-the lm_head collects a margin per matching emission group.  `count_units` runs an op's
-gadget on a counting writer (the scheduler's cost); `bf16_risks` names the sums too wide for
-bf16.
+the lm_head collects a margin per matching emission group.  `record_units` runs an op's
+gadget on a counting writer (the scheduler's cost) and keeps what it wrote, which `replay`
+then puts at the op's real dims (a compile runs each gadget once); `bf16_risks` names the
+sums too wide for bf16.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import torch
 
 from qwengpu.backend_torch.gadgets.arith import carry, digit_sum
 from qwengpu.backend_torch.gadgets.choose import choose, priority
-from qwengpu.backend_torch.gadgets.core import MlpWriter, put
+from qwengpu.backend_torch.gadgets.core import Entries, MlpWriter, put
 from qwengpu.backend_torch.gadgets.memory import Memory, SlotAddress, address, fixed_address, \
     when
 from qwengpu.backend_torch.gadgets.multiply import mul_column
@@ -30,7 +32,7 @@ from qwengpu.backend_torch.gadgets.scratch import scratch
 from qwengpu.backend_torch.gadgets.table import table
 from qwengpu.backend_torch.ops import CONSTANT_GROUP, HEAD_DIM, Choose, DigitWork, Function, \
     Op, Plan, SharedLuts
-from qwengpu.backend_torch.residual import ANALOG, Group
+from qwengpu.backend_torch.residual import ANALOG, ONE_DIM, Group
 from qwengpu.ir.digits import DIGIT_OPS, sum_values
 
 
@@ -116,15 +118,54 @@ def bf16_risks(plan: Plan) -> list[tuple[Op, int]]:
     return risks
 
 
-def count_units(op: Op, plan: Plan) -> int:
-    """The MLP units op `op` takes (its emitter run on a counting writer)."""
-    names = op.inputs + op.outputs + [CONSTANT_GROUP]
-    groups = {}
-    for name in names:
-        groups[name] = plan.values[name].group(0)
+@dataclass(frozen=True)
+class Recording:
+    """An MLP op's units as its gadget placed them on a counting writer (`record_units`):
+    its groups one after another from the dim after ONE, each (unit counted from 0, dim,
+    value) entry of gate, up and down.  `replay` puts the same units at the op's real groups
+    without running the gadget again."""
+
+    units: int
+    groups: dict[str, Group]
+    entries: tuple[Entries, Entries, Entries]
+
+
+def record_units(op: Op, plan: Plan) -> Recording:
+    """MLP op `op`'s gadget run on a counting writer: its units and their entries."""
+    groups, start = {}, ONE_DIM + 1
+    for name in dict.fromkeys(op.inputs + op.outputs + [CONSTANT_GROUP]):
+        groups[name] = plan.values[name].group(start)
+        start = groups[name].stop
     writer = MlpWriter(None, range(1 << 30), 1.0)
     emit_mlp(writer, op, plan, groups)
-    return writer.flush()
+    return Recording(writer.flush(), groups, writer.entries())
+
+
+def count_units(op: Op, plan: Plan) -> int:
+    """The MLP units op `op` takes (its emitter run on a counting writer)."""
+    return record_units(op, plan).units
+
+
+def replay(writer: MlpWriter, recording: Recording, groups: dict[str, Group]) -> bool:
+    """Write a recorded op's units at `groups` (its groups where the weights go): the same
+    weights `emit_mlp` writes there, since a gadget reads a group's dims only through its
+    start.  False, writing nothing, where the layout differs in more than where the groups
+    start (another size, scale or kind) or two of the op's groups overlap (or take the ONE
+    dim): then the gadget has to run again."""
+    moved = torch.zeros(ONE_DIM + 1 + sum(g.size for g in recording.groups.values()),
+                        dtype=torch.long)
+    moved[ONE_DIM] = ONE_DIM
+    taken = [range(ONE_DIM, ONE_DIM + 1)]
+    for name, at_count in recording.groups.items():
+        group = groups[name]
+        if replace(group, start=at_count.start) != at_count or \
+                any(group.start < other.stop and other.start < group.stop for other in taken):
+            return False
+        taken.append(group.dims)
+        moved[at_count.start:at_count.stop] = torch.arange(group.start, group.stop)
+    writer.replay(recording.units, *((units, moved[dims], values)
+                                     for units, dims, values in recording.entries))
+    return True
 
 
 # -- mixers ---------------------------------------------------------------------------------

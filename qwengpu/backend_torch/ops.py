@@ -157,6 +157,8 @@ class Op:
     units: int = 0                     # MLP units (mlp ops)
     heads: int = 0                     # DeltaNet value heads (mixer ops)
     sublayer: int = -1                 # set by the scheduler: 2*layer (+1 for the MLP)
+    # set by the scheduler: the units as the gadget placed them (emit.Recording)
+    recording: object = field(default=None, repr=False, compare=False)
 
     @property
     def kind(self) -> str:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from qwengpu.backend_torch.emit import count_units
+from qwengpu.backend_torch.emit import record_units
 from qwengpu.backend_torch.names import op_name, plan_names
 from qwengpu.backend_torch.ops import CONSTANT_GROUP, NORM_ANCHOR, Op, Plan
 from qwengpu.backend_torch.residual import merge_runs
@@ -167,7 +167,8 @@ def schedule_plan(plan: Plan, target: Target) -> Schedule:
     and min's intermediate size is what one layer really needs."""
     for op in plan.ops:
         if op.kind == "mlp":
-            op.units = count_units(op, plan)
+            op.recording = record_units(op, plan)
+            op.units = op.recording.units
     if target.is_min:
         ready, units, heads = _list_schedule(plan, target, *_min_caps(plan, target))
     else:

@@ -1,7 +1,8 @@
 """Emission of weights (`backend_torch/emit.py`), on the plans of real specs: the embedding
 holds ONE and each token's embedding values; the lm_head makes every token the model may
 write the winner, by the whole margin, exactly when the emission groups name it; an op's
-unit count is what its gadget writes; sums too wide for bf16 are named."""
+unit count is what its gadget writes, and the units the scheduler recorded, replayed at the
+op's real dims, are the weights its gadget writes there; sums too wide for bf16 are named."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 import torch
 
 from compile_helpers import compile_plan
-from qwengpu.backend_torch.checkpoint import EMIT_MARGIN, allocate
+from qwengpu.backend_torch import checkpoint
+from qwengpu.backend_torch.checkpoint import EMIT_MARGIN, allocate, build_model
 from qwengpu.backend_torch.emit import bf16_risks, count_units, embedding_table, \
     lm_head_table
 from qwengpu.backend_torch.plan import embedding_values
@@ -64,6 +66,28 @@ def test_units_are_what_the_gadgets_write(counter):
     for op in plan.ops:
         if op.kind == "mlp":
             assert count_units(op, plan) == op.units > 0
+
+
+@pytest.mark.parametrize("spec, encoding", [("tests/backend_torch/specs/alu_mix.hdl", None),
+                                            ("tests/backend_torch/specs/two_lanes.hdl", None),
+                                            ("specs/counter.hdl", "onehot")])
+def test_replayed_units_are_the_gadgets_weights(spec, encoding, monkeypatch):
+    """Every tensor of the model built from the scheduler's recordings equals the one built
+    by running every gadget again, bit for bit; most ops are replayed, and an op whose
+    output takes dims of an input it reads last (which the replay refuses) runs its gadget."""
+    schedule = compile_plan(spec, encoding=encoding).schedule
+    replays = []
+    replay = checkpoint.replay
+    monkeypatch.setattr(checkpoint, "replay", lambda *a: replays.append(replay(*a))
+                        or replays[-1])
+    replayed = build_model(schedule).state_dict()
+    assert replays.count(True) >= len(replays) / 2 > 0
+    for op in schedule.plan.ops:
+        op.recording = None
+    gadgets = build_model(schedule).state_dict()
+    assert replayed.keys() == gadgets.keys()
+    for name, tensor in gadgets.items():
+        assert torch.equal(replayed[name], tensor), name
 
 
 def test_wide_sums_are_named_for_bf16():

@@ -20,7 +20,8 @@ linear function of the residual `h` (a dict `dim -> coefficient`; dim 0 is ONE, 
   `bias` is `linear` of ONE, shared by the whole gadget layer (one unit per writer).
 
 `Drive` holds the constants; `DRIVES` picks them per dtype.  A writer built with `mlp=None`
-only counts units, which is how gadgets report their cost.
+only counts units, which is how gadgets report their cost; its `entries` can be `replay`ed
+into a real writer later (emit.py's `Recording`).
 """
 
 from __future__ import annotations
@@ -266,6 +267,27 @@ class MlpWriter:
         self.flushed = True
         if self.mlp is None or not self._next:
             return self._next
+        self._write(*(entry_arrays(rows) for rows in (self._gate, self._up, self._down)))
+        return self._next
+
+    def entries(self) -> tuple[Entries, Entries, Entries]:
+        """The (unit, dim, value) entries of gate, up and down so far, as arrays."""
+        return entry_arrays(self._gate), entry_arrays(self._up), entry_arrays(self._down)
+
+    def replay(self, count: int, gate: Entries, up: Entries, down: Entries) -> int:
+        """Write `count` units given as entries (units counted from 0: this writer's first
+        unit), as if a gadget had placed them; returns the units used."""
+        if self._next or self._bias or self.flushed:
+            raise ValueError("replay needs a fresh writer")
+        self._take(count)
+        self.flushed = True
+        if self.mlp is None or not count:
+            return count
+        at = torch.tensor(list(self.units[:count]), dtype=torch.long)
+        self._write(*((at[units], dims, values) for units, dims, values in (gate, up, down)))
+        return count
+
+    def _write(self, gate: Entries, up: Entries, down: Entries) -> None:
         first, last = self.units[0], self.units[self._next - 1]
         used = slice(first, last + 1) if last - first + 1 == self._next else \
             torch.tensor([self.units[i] for i in range(self._next)])
@@ -273,23 +295,33 @@ class MlpWriter:
             if torch.count_nonzero(weight[used]):
                 raise ValueError(f"MLP units {first}..{last} already in use")
         with torch.no_grad():
-            for weight, rows, fold in ((self.mlp.gate_proj.weight, self._gate, self.rms),
-                                       (self.mlp.up_proj.weight, self._up, self.rms)):
+            for weight, rows, fold in ((self.mlp.gate_proj.weight, gate, self.rms),
+                                       (self.mlp.up_proj.weight, up, self.rms)):
                 _scatter(weight, rows, fold, transpose=False)
-            _scatter(self.mlp.down_proj.weight, self._down, 1.0, transpose=True)
-        return self._next
+            _scatter(self.mlp.down_proj.weight, down, 1.0, transpose=True)
 
 
-def _scatter(weight: torch.Tensor, entries: list, fold: float, transpose: bool) -> None:
-    """Add `value * fold` at `[unit, dim]` (or `[dim, unit]`), summing in float64 first."""
+# (units, dims, values): long, long and float64 tensors of equal length
+Entries = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def entry_arrays(entries: list) -> Entries:
+    """A writer's list of (unit, dim, value) entries as three tensors."""
     if not entries:
-        return
+        return (torch.zeros(0, dtype=torch.long),) * 2 + (torch.zeros(0, dtype=torch.float64),)
     units, dims, values = zip(*entries)
+    return torch.tensor(units), torch.tensor(dims), torch.tensor(values, dtype=torch.float64)
+
+
+def _scatter(weight: torch.Tensor, entries: Entries, fold: float, transpose: bool) -> None:
+    """Add `value * fold` at `[unit, dim]` (or `[dim, unit]`), summing in float64 first."""
+    units, dims, values = entries
+    if not len(units):
+        return
     rows, cols = (dims, units) if transpose else (units, dims)
-    rows, cols = torch.tensor(rows), torch.tensor(cols)
     flat = rows * weight.shape[1] + cols
     touched, where = torch.unique(flat, return_inverse=True)
     total = torch.zeros(len(touched), dtype=torch.float64)
-    total.index_add_(0, where, torch.tensor(values, dtype=torch.float64) * fold)
+    total.index_add_(0, where, values * fold)
     view = weight.view(-1)
     view[touched] = (view[touched].double() + total).to(weight.dtype)
