@@ -24,7 +24,7 @@ import torch
 
 from qwengpu.backend_torch.gadgets.arith import carry, digit_sum
 from qwengpu.backend_torch.gadgets.choose import choose, priority
-from qwengpu.backend_torch.gadgets.core import Entries, MlpWriter, put
+from qwengpu.backend_torch.gadgets.core import MlpWriter, entry_arrays, put
 from qwengpu.backend_torch.gadgets.memory import Memory, SlotAddress, address, fixed_address, \
     when
 from qwengpu.backend_torch.gadgets.multiply import mul_column
@@ -127,7 +127,7 @@ class Recording:
 
     units: int
     groups: dict[str, Group]
-    entries: tuple[Entries, Entries, Entries]
+    entries: tuple[list, list, list]
 
 
 def record_units(op: Op, plan: Plan) -> Recording:
@@ -163,8 +163,8 @@ def replay(writer: MlpWriter, recording: Recording, groups: dict[str, Group]) ->
             return False
         taken.append(group.dims)
         moved[at_count.start:at_count.stop] = torch.arange(group.start, group.stop)
-    writer.replay(recording.units, *((units, moved[dims], values)
-                                     for units, dims, values in recording.entries))
+    writer.replay(recording.units, *((units, moved[dims], values) for units, dims, values
+                                     in map(entry_arrays, recording.entries)))
     return True
 
 

@@ -270,13 +270,13 @@ class MlpWriter:
         self._write(*(entry_arrays(rows) for rows in (self._gate, self._up, self._down)))
         return self._next
 
-    def entries(self) -> tuple[Entries, Entries, Entries]:
-        """The (unit, dim, value) entries of gate, up and down so far, as arrays."""
-        return entry_arrays(self._gate), entry_arrays(self._up), entry_arrays(self._down)
+    def entries(self) -> tuple[list, list, list]:
+        """The (unit, dim, value) entries of gate, up and down so far."""
+        return self._gate, self._up, self._down
 
     def replay(self, count: int, gate: Entries, up: Entries, down: Entries) -> int:
-        """Write `count` units given as entries (units counted from 0: this writer's first
-        unit), as if a gadget had placed them; returns the units used."""
+        """Write `count` units given as entries (`entry_arrays`; units counted from 0: this
+        writer's first unit), as if a gadget had placed them; returns the units used."""
         if self._next or self._bias or self.flushed:
             raise ValueError("replay needs a fresh writer")
         self._take(count)
@@ -307,10 +307,8 @@ Entries = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 def entry_arrays(entries: list) -> Entries:
     """A writer's list of (unit, dim, value) entries as three tensors."""
-    if not entries:
-        return (torch.zeros(0, dtype=torch.long),) * 2 + (torch.zeros(0, dtype=torch.float64),)
-    units, dims, values = zip(*entries)
-    return torch.tensor(units), torch.tensor(dims), torch.tensor(values, dtype=torch.float64)
+    table = torch.tensor(entries, dtype=torch.float64).view(-1, 3)   # units, dims: < 2^53
+    return table[:, 0].long(), table[:, 1].long(), table[:, 2].clone()
 
 
 def _scatter(weight: torch.Tensor, entries: Entries, fold: float, transpose: bool) -> None:
