@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from qwengpu.ptx.nvcc import NVCC_FLAGS, relative_file_paths
+from tiers import spread_by_default
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = ROOT / "examples"
@@ -265,7 +266,7 @@ def test_run_from_ptx(example: Path, tmp_path: Path, capsys):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
-@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+@pytest.mark.parametrize("example", spread_by_default(EXAMPLES, 8, IDS))
 def test_run_from_cu(example: Path, tmp_path: Path, capsys):
     launch_path = _stage(example, tmp_path, "kernel.cu")
     _check_result(example, *_run_cli(capsys, launch_path))

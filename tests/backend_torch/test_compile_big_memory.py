@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from qwengpu.dsl import Simulator
+from tiers import first_by_default
 from compile_helpers import ADD, HALT, JNZ, LOADI, TINY_SPEC, compile_and_load, compile_plan, \
     ins, run_case, texts
 
@@ -42,7 +43,7 @@ def big_memory(request, tmp_path_factory):
     return compile_and_load(BIG_MEMORY, tmp_path_factory.mktemp("big_memory"), request.param)
 
 
-@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("seed", first_by_default(range(2)))
 def test_pointer_chase(big_memory, seed):
     """In float32 (binary values) and in bfloat16 (one-hot values)."""
     compiled, model = big_memory

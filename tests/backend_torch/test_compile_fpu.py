@@ -17,6 +17,7 @@ from qwengpu.dsl import Simulator
 from qwengpu.engine import SparseEngine
 from qwengpu.trace.decode import decode_trace
 from compile_helpers import compile_and_load, run_case, simulator_state, texts
+from tiers import EXTRA, first_by_default
 from fpu_helpers import fpu_gadget_spec, operand_pairs, reference_add
 from qwengpu.trace.prompt import state_prompt
 
@@ -52,6 +53,7 @@ def sums_written(compiled, ids: list[int]) -> dict[tuple[int, int], int]:
     return sums
 
 
+@EXTRA
 def test_the_engine_adds_ten_thousand_pairs_exactly(fpu):
     compiled, model = fpu
     a, b = operand_pairs(np.random.default_rng(45), LAUNCHES * LANES * PAIRS)
@@ -74,7 +76,7 @@ def test_the_engine_adds_ten_thousand_pairs_exactly(fpu):
     assert not wrong, f"{len(wrong)} wrong sums, e.g. " + "; ".join(wrong[:3])
 
 
-@pytest.mark.parametrize("prefix", [0, 40])
+@pytest.mark.parametrize("prefix", first_by_default([0, 40]))
 def test_stock_transformers_writes_the_same_sums(fpu, prefix):
     """Four pairs a lane (from pair 12 on), token by token and after `prefix` tokens of the
     interpreter's trace prefilled; the engine's ids are checked equal inside run_case."""

@@ -16,6 +16,7 @@ import torch
 
 from qwengpu.dsl import Simulator
 from compile_helpers import compile_and_load, compile_to, load, run_case, texts
+from tiers import EXTRA
 
 SPEC = "tests/backend_torch/specs/optional_fields.hdl"
 
@@ -38,7 +39,7 @@ def optional(tmp_path_factory):
     return compile_and_load(SPEC, tmp_path_factory.mktemp("optional"))
 
 
-@pytest.mark.parametrize("seed, prefix", [(0, 0), (1, 0), (2, 23)])
+@pytest.mark.parametrize("seed, prefix", [(0, 0), pytest.param(1, 0, marks=EXTRA), (2, 23)])
 def test_optional_fields_trace_fp32(optional, seed, prefix):
     compiled, model = optional
     protocol = compiled.protocol

@@ -24,6 +24,7 @@ import ptx_reference
 from fuzz_differential import LoaderRefused, check_case, does_not_fit, failure_report
 from ptx_generator import FuzzCase, generate_case
 from test_ptx_fuzz import kernel, run_both
+from tiers import first_by_default
 
 FLOAT_FUZZ_KERNELS = 200
 FMA_FUZZ_KERNELS = 60
@@ -63,7 +64,7 @@ def test_random_float_kernel(seed):
     _check_or_skip(generate_case(seed, floats=True))
 
 
-@pytest.mark.parametrize("seed", range(FMA_FUZZ_KERNELS))
+@pytest.mark.parametrize("seed", first_by_default(range(FMA_FUZZ_KERNELS), 20))
 def test_random_fma_kernel(seed):
     """Every kernel has the fma routine (used once or twice, in branches and loops), on the
     machine of 256 instruction slots it needs."""

@@ -1,0 +1,34 @@
+"""The default run and the `extra` tier.
+
+The README's `python3 -m pytest` makes every check at least once: each machine, dtype and
+path (the launch token by token, and after a prefilled prefix) under stock transformers, the
+engine and llama.cpp. Further seeds of a check it already makes, and a check repeated over
+every example where a spread of them shows it, are marked `extra` (`first_by_default`): the
+default run leaves them out (`-m 'not slow and not extra'` in pyproject.toml), and CI runs
+them right after it (`python3 -m pytest -m extra`, .ci/run), so every one of them still runs
+before anything lands. docs/testing.md says which tests are in each tier and why.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import pytest
+
+EXTRA = pytest.mark.extra
+
+
+def first_by_default(values: Iterable, count: int = 1, ids: Sequence[str] | None = None
+                     ) -> list:
+    """`values` as parameters: the first `count` in the default run, the rest `extra`."""
+    values = list(values)
+    return [pytest.param(value, id=None if ids is None else ids[i],
+                         marks=() if i < count else EXTRA)
+            for i, value in enumerate(values)]
+
+
+def spread_by_default(values: Sequence, every: int, ids: Sequence[str]) -> list:
+    """`values` as parameters: every `every`-th in the default run (from the first), the rest
+    `extra`."""
+    return [pytest.param(value, id=ids[i], marks=() if i % every == 0 else EXTRA)
+            for i, value in enumerate(values)]
