@@ -24,7 +24,7 @@ import ptx_reference
 from fuzz_differential import LoaderRefused, check_case, does_not_fit, failure_report
 from ptx_generator import FuzzCase, generate_case
 from test_ptx_fuzz import kernel, run_both
-from tiers import first_by_default
+from tiers import EXTRA, first_by_default
 
 FLOAT_FUZZ_KERNELS = 200
 FMA_FUZZ_KERNELS = 60
@@ -73,6 +73,7 @@ def test_random_fma_kernel(seed):
     _check_or_skip(case)
 
 
+@EXTRA
 def test_the_fma_kernels_mostly_fit_and_use_it():
     """Most use the fma (a short body may end before its turn), some twice (one shared body)."""
     cases = [generate_case(seed, fma=True) for seed in range(FMA_FUZZ_KERNELS)]
