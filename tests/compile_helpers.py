@@ -93,8 +93,9 @@ def _engine(directory):
     """The sparse engine of a checkpoint, read once while its files stay the same (a test
     file runs many launches on one compiled machine; each launch starts a new state)."""
     directory = Path(directory).resolve()
-    stamp = tuple(sorted((path.name, path.stat().st_mtime_ns, path.stat().st_size)
-                         for path in directory.iterdir() if path.is_file()))
+    stamp = tuple(sorted((path.name, status.st_mtime_ns, status.st_size)
+                         for path in directory.iterdir() if path.is_file()
+                         for status in [path.stat()]))
     return _load_engine(str(directory), stamp)
 
 
@@ -145,3 +146,11 @@ PROGRAMS = {
 # run on it).
 REDUCED = {"LANES": 1, "WARPS": 1, "REGS": 15, "PREDS": 7, "MEM_WORDS": 32, "PROG_WORDS": 64,
            "PARAM_WORDS": 4}
+
+
+def parameter_flags(params: dict[str, int]) -> list[str]:
+    """The command line's `-P NAME=VALUE` flags for machine parameters."""
+    return [flag for name, value in params.items() for flag in ("-P", f"{name}={value}")]
+
+
+REDUCED_FLAGS = parameter_flags(REDUCED)

@@ -61,7 +61,7 @@ def reduced_model(tmp_path_factory, worker_id) -> str:
 
     from filelock import FileLock
 
-    from compile_helpers import REDUCED
+    from compile_helpers import REDUCED_FLAGS
     from qwengpu.cli import main
 
     given = os.environ.get("QWENGPU_REDUCED_MODEL")
@@ -74,8 +74,7 @@ def reduced_model(tmp_path_factory, worker_id) -> str:
     directory, done = root / "qwengpu_reduced", root / "qwengpu_reduced.done"
     with FileLock(str(root / "qwengpu_reduced.lock")):
         if not done.exists():
-            flags = [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
-            assert main(["compile", "specs/qwengpu.hdl", "--target", "min", *flags,
+            assert main(["compile", "specs/qwengpu.hdl", "--target", "min", *REDUCED_FLAGS,
                          "-o", str(directory)]) == 0
             done.touch()
     return str(directory)

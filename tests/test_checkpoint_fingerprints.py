@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from compile_helpers import REDUCED
+from compile_helpers import REDUCED_FLAGS
 from qwengpu.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,14 +27,8 @@ BUILDS = {
     "counter-bf16": ["specs/counter.hdl", "--dtype", "bfloat16"],
     "tiny_carried": ["tests/backend_torch/specs/tiny_carried.hdl"],
     "tiny_carried-256": ["tests/backend_torch/specs/tiny_carried.hdl", "-P", "PROG_WORDS=256"],
-    "qwengpu-reduced": ["specs/qwengpu.hdl", "-P", "LANES=1", "-P", "WARPS=1", "-P", "REGS=15",
-                        "-P", "PREDS=7", "-P", "MEM_WORDS=32", "-P", "PROG_WORDS=64",
-                        "-P", "PARAM_WORDS=4"],
+    "qwengpu-reduced": ["specs/qwengpu.hdl", *REDUCED_FLAGS],    # tests/conftest.py's build
 }
-
-
-REDUCED_FLAGS = ["specs/qwengpu.hdl"] + [flag for name, value in REDUCED.items()
-                                          for flag in ("-P", f"{name}={value}")]
 
 
 def digests(directory: Path) -> dict[str, str]:
@@ -54,7 +48,6 @@ def test_the_checkpoint_is_the_committed_one(build, tmp_path, monkeypatch, reque
     compiled by the same command)."""
     monkeypatch.chdir(ROOT)
     if build == "qwengpu-reduced":
-        assert REDUCED_FLAGS == BUILDS[build]
         directory = Path(request.getfixturevalue("reduced_model"))
     else:
         directory = tmp_path

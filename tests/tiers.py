@@ -11,24 +11,27 @@ before anything lands. docs/testing.md says which tests are in each tier and why
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import pytest
 
 EXTRA = pytest.mark.extra
 
 
-def first_by_default(values: Iterable, count: int = 1, ids: Sequence[str] | None = None
-                     ) -> list:
-    """`values` as parameters: the first `count` in the default run, the rest `extra`."""
-    values = list(values)
+def by_default(values: Iterable, in_default: Callable[[int], bool],
+               ids: Sequence[str] | None = None) -> list:
+    """`values` as parameters: the `i`-th in the default run where `in_default(i)`, else
+    `extra`."""
     return [pytest.param(value, id=None if ids is None else ids[i],
-                         marks=() if i < count else EXTRA)
+                         marks=() if in_default(i) else EXTRA)
             for i, value in enumerate(values)]
+
+
+def first_by_default(values: Iterable, count: int = 1) -> list:
+    """The first `count` of `values` in the default run, the rest `extra`."""
+    return by_default(values, lambda i: i < count)
 
 
 def spread_by_default(values: Sequence, every: int, ids: Sequence[str]) -> list:
-    """`values` as parameters: every `every`-th in the default run (from the first), the rest
-    `extra`."""
-    return [pytest.param(value, id=ids[i], marks=() if i % every == 0 else EXTRA)
-            for i, value in enumerate(values)]
+    """Every `every`-th of `values` in the default run (from the first), the rest `extra`."""
+    return by_default(values, lambda i: i % every == 0, ids)

@@ -141,11 +141,6 @@ def record_units(op: Op, plan: Plan) -> Recording:
     return Recording(writer.flush(), groups, writer.entries())
 
 
-def count_units(op: Op, plan: Plan) -> int:
-    """The MLP units op `op` takes (its emitter run on a counting writer)."""
-    return record_units(op, plan).units
-
-
 def replay(writer: MlpWriter, recording: Recording, groups: dict[str, Group]) -> bool:
     """Write a recorded op's units at `groups` (its groups where the weights go): the same
     weights `emit_mlp` writes there, since a gadget reads a group's dims only through its

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from compile_helpers import REDUCED
+from compile_helpers import REDUCED_FLAGS
 from llamacpp_helpers import skip_without_llamacpp
 from qwengpu.cli import main
 from qwengpu.errors import UserError
@@ -77,8 +77,7 @@ def held_to_stock_transformers(directory: Path, kernel: str = KERNEL) -> dict:
 
 
 def test_the_reduced_machine(tmp_path_factory, capsys):
-    flags = [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
-    directory = compiled(tmp_path_factory, "reduced", "--target", "min", *flags,
+    directory = compiled(tmp_path_factory, "reduced", "--target", "min", *REDUCED_FLAGS,
                          reuse="QWENGPU_REDUCED_MODEL")
     held_to_stock_transformers(directory)
     capsys.readouterr()

@@ -32,7 +32,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from bases import MIN_SHAPE, TEXT_SAMPLE, make_base, text_ids  # noqa: E402
-from compile_helpers import REDUCED  # noqa: E402
+from compile_helpers import REDUCED_FLAGS  # noqa: E402
 from llamacpp_helpers import skip_without_llamacpp  # noqa: E402
 from qwengpu.cli import main  # noqa: E402
 
@@ -46,10 +46,6 @@ DECODE_TOKENS = 16
 TEXT_TOKENS = 320     # of the sample's 522: "a few hundred", in the default run's time
 
 
-def reduced_flags() -> list[str]:
-    return [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
-
-
 @pytest.fixture(scope="module", params=sorted(FORMS))
 def spliced(request, tmp_path_factory):
     """(base dir, spliced dir, form options)."""
@@ -57,7 +53,7 @@ def spliced(request, tmp_path_factory):
     options = FORMS[request.param]
     base = make_base(root / "base", MIN_SHAPE, **options)
     assert main(["splice", "--base", str(base), "-o", str(root / "out"),
-                 *reduced_flags()]) == 0
+                 *REDUCED_FLAGS]) == 0
     return base, root / "out", options
 
 
@@ -271,7 +267,7 @@ def wide_spliced(tmp_path_factory):
     base = make_base(root / "base", MIN_SHAPE, tied=True, dtype=torch.bfloat16,
                      vocab_rows=WIDE_BASE_ROWS)
     assert main(["splice", "--base", str(base), "-o", str(root / "out"),
-                 *reduced_flags()]) == 0
+                 *REDUCED_FLAGS]) == 0
     return base, root / "out"
 
 

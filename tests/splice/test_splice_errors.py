@@ -26,12 +26,11 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from bases import MIN_SHAPE, BaseShape, make_base  # noqa: E402
-from compile_helpers import REDUCED  # noqa: E402
+from compile_helpers import REDUCED_FLAGS  # noqa: E402
 from qwengpu.cli import main  # noqa: E402
 
 pytestmark = pytest.mark.heavy     # one worker runs the heavy files in turn: tests/workers.py
 
-REDUCED_FLAGS = [flag for name, value in REDUCED.items() for flag in ("-P", f"{name}={value}")]
 
 
 @pytest.fixture(scope="module")
