@@ -14,9 +14,11 @@ from qwengpu.dsl.elaborate import load_design
 from qwengpu.trace.protocol import TraceProtocol
 from compile_helpers import compile_and_load, compile_to, load, run_case, texts
 from tiers import EXTRA
-from test_compile_optional import SPEC as UNPAIRED, simulator   # the same mem[6] start
+# the same mem[6] start as the unpaired machine's
+from test_compile_optional import SPEC as UNPAIRED, assert_every_kind, simulator
 
 SPEC = "tests/backend_torch/specs/paired_fields.hdl"
+BF16_RECORDS = 6       # of seed 3's 14 in the default run (the rest: the extra tier)
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +46,20 @@ def test_paired_fields_trace_fp32(paired, seed, prefix):
     assert texts(compiled, got) == texts(compiled, expected)
 
 
-def test_paired_fields_trace_bf16(tmp_path):
-    compiled = compile_to(SPEC, tmp_path, dtype=torch.bfloat16)
-    model = load(tmp_path)
-    expected, got = run_case(compiled, model, simulator(compiled.design, 3))
+@pytest.fixture(scope="module")
+def paired_bf16(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("paired_bf16")
+    return compile_to(SPEC, directory, dtype=torch.bfloat16), load(directory)
+
+
+@pytest.mark.parametrize("records", [BF16_RECORDS, pytest.param(1000, marks=EXTRA)])
+def test_paired_fields_trace_bf16(paired_bf16, records):
+    """Seed 3's first six records (every record length, a stale value left out, both port
+    choices: asserted) in the default run; the whole launch, to its end, in the extra tier
+    (bf16 decoding is three times fp32's cost on a CPU; the end of a launch is checked in fp32
+    above)."""
+    compiled, model = paired_bf16
+    assert_every_kind(compiled.protocol, simulator(compiled.design, 3).run(records))
+    expected, got = run_case(compiled, model, simulator(compiled.design, 3),
+                             max_records=records)
     assert texts(compiled, got) == texts(compiled, expected)

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from compile_helpers import TINY_SPEC, compile_plan
+from compile_helpers import TINY_SPEC, compile_plan, whole_machine_plan
 from graph_page_helpers import chip_graph, cone
 from qwengpu.backend_torch.graph_view import schedule_html
 
@@ -107,7 +107,7 @@ def test_the_search_box_finds_an_hdl_name(open_page, tmp_path):
 
 @pytest.fixture(scope="module")
 def whole_machine(tmp_path_factory):
-    schedule = compile_plan("specs/qwengpu.hdl").schedule
+    schedule = whole_machine_plan().schedule
     return schedule, write_page(schedule, tmp_path_factory.mktemp("whole"), "qwengpu")
 
 
