@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from tiers import spread_by_default
 from runtime_helpers import IDS, RUNNABLE, VECTOR_ADD, expected_of, launch_of, sim_result
 from qwengpu.cli import main
 from qwengpu.runtime.decode import decode_launch, read_token_file
@@ -19,8 +20,10 @@ from qwengpu.runtime.prompt import build_prompt
 VECTOR_ADD_DIR = VECTOR_ADD.parent
 
 
-@pytest.mark.parametrize("example", RUNNABLE, ids=IDS)
+@pytest.mark.parametrize("example", spread_by_default(RUNNABLE, 3, IDS))
 def test_decode_of_encoded_records(example, protocol):
+    """Every third example by default, the rest in the extra tier (tests/tiers.py): every
+    launch on the model decodes its ids the same way."""
     launch, sim = launch_of(example), sim_result(example)
     ids = protocol.encode_records(sim.records)
     result = decode_launch(launch, ids, protocol)
