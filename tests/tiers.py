@@ -2,8 +2,10 @@
 
 The README's `python3 -m pytest` makes every check at least once: each machine, dtype and
 path (the launch token by token, and after a prefilled prefix) under stock transformers, the
-engine and llama.cpp. Further seeds of a check it already makes, and a check repeated over
-every example where a spread of them shows it, are marked `extra` (`first_by_default`): the
+engine and llama.cpp. Further seeds of a check it already makes, a check repeated over
+every example or file where a spread of them shows it, and bf16 launches past their first
+records (bf16 decoding costs about three times fp32's on a CPU; each launch's end is checked
+in fp32 on the same machine) are marked `extra` (`first_by_default`, `EXTRA`): the
 default run leaves them out (`-m 'not slow and not extra'` in pyproject.toml), and CI runs
 them right after it (`python3 -m pytest -m extra`, .ci/run), so every one of them still runs
 before anything lands. docs/testing.md says which tests are in each tier and why.
