@@ -57,20 +57,31 @@ def test_optional_fields_trace_fp32(optional, seed, prefix):
     assert texts(compiled, got) == texts(compiled, expected)
 
 
-@pytest.fixture(scope="module")
-def optional_bf16(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("optional_bf16")
-    return compile_to(SPEC, directory, dtype=torch.bfloat16), load(directory)
+def compile_bf16(spec: str, directory):
+    """(compiled, model): `spec` compiled in bfloat16 into `directory`, loaded."""
+    return compile_to(spec, directory, dtype=torch.bfloat16), load(directory)
 
 
-@pytest.mark.parametrize("records", [BF16_RECORDS, pytest.param(1000, marks=EXTRA)])
-def test_optional_fields_trace_bf16(optional_bf16, records):
-    """Seed 3's first six records (every record length, a stale value left out, both port
-    choices: asserted) in the default run; the whole launch, to its end, in the extra tier
-    (bf16 decoding is three times fp32's cost on a CPU; the end of a launch is checked in fp32
-    above)."""
-    compiled, model = optional_bf16
+# seed 3's first six records (every record length, a stale value left out, both port
+# choices: asserted) in the default run; the whole launch, to its end, in the extra tier
+# (bf16 decoding is three times fp32's cost on a CPU; a launch's end is checked in fp32)
+BF16_TRACES = [BF16_RECORDS, pytest.param(1000, marks=EXTRA)]
+
+
+def check_bf16_trace(machine, records: int) -> None:
+    """Seed 3's launch on the bf16 `machine`, cut at `records` records."""
+    compiled, model = machine
     assert_every_kind(compiled.protocol, simulator(compiled.design, 3).run(records))
     expected, got = run_case(compiled, model, simulator(compiled.design, 3),
                              max_records=records)
     assert texts(compiled, got) == texts(compiled, expected)
+
+
+@pytest.fixture(scope="module")
+def optional_bf16(tmp_path_factory):
+    return compile_bf16(SPEC, tmp_path_factory.mktemp("optional_bf16"))
+
+
+@pytest.mark.parametrize("records", BF16_TRACES)
+def test_optional_fields_trace_bf16(optional_bf16, records):
+    check_bf16_trace(optional_bf16, records)

@@ -8,17 +8,16 @@ the pairs save a token each on every record."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from qwengpu.dsl.elaborate import load_design
 from qwengpu.trace.protocol import TraceProtocol
-from compile_helpers import compile_and_load, compile_to, load, run_case, texts
+from compile_helpers import compile_and_load, run_case, texts
 from tiers import EXTRA
-# the same mem[6] start as the unpaired machine's
-from test_compile_optional import SPEC as UNPAIRED, assert_every_kind, simulator
+# the same mem[6] start as the unpaired machine's, and its bf16 check
+from test_compile_optional import BF16_TRACES, SPEC as UNPAIRED, check_bf16_trace, \
+    compile_bf16, simulator
 
 SPEC = "tests/backend_torch/specs/paired_fields.hdl"
-BF16_RECORDS = 6       # of seed 3's 14 in the default run (the rest: the extra tier)
 
 
 @pytest.fixture(scope="module")
@@ -48,18 +47,9 @@ def test_paired_fields_trace_fp32(paired, seed, prefix):
 
 @pytest.fixture(scope="module")
 def paired_bf16(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("paired_bf16")
-    return compile_to(SPEC, directory, dtype=torch.bfloat16), load(directory)
+    return compile_bf16(SPEC, tmp_path_factory.mktemp("paired_bf16"))
 
 
-@pytest.mark.parametrize("records", [BF16_RECORDS, pytest.param(1000, marks=EXTRA)])
+@pytest.mark.parametrize("records", BF16_TRACES)
 def test_paired_fields_trace_bf16(paired_bf16, records):
-    """Seed 3's first six records (every record length, a stale value left out, both port
-    choices: asserted) in the default run; the whole launch, to its end, in the extra tier
-    (bf16 decoding is three times fp32's cost on a CPU; the end of a launch is checked in fp32
-    above)."""
-    compiled, model = paired_bf16
-    assert_every_kind(compiled.protocol, simulator(compiled.design, 3).run(records))
-    expected, got = run_case(compiled, model, simulator(compiled.design, 3),
-                             max_records=records)
-    assert texts(compiled, got) == texts(compiled, expected)
+    check_bf16_trace(paired_bf16, records)
