@@ -22,7 +22,7 @@ What "blank" means, parameter by parameter (checked against transformers 5.24):
 
 `prefill_logits` runs one forward over the whole sequence (the chunked DeltaNet path);
 `decode_logits` feeds the tokens one at a time through a cache (the recurrent DeltaNet path and
-`causal_conv1d_update`).  Both return a `ForwardResult` that can carry per-layer hidden states,
+`causal_conv1d_update`), after a prefix in one forward where asked.  Both return a `ForwardResult` that can carry per-layer hidden states,
 so tests read residual dims directly.
 """
 
@@ -223,26 +223,33 @@ def prefill_logits(model: Qwen3_5ForCausalLM, ids, *, hidden_states: bool = Fals
 
 @torch.no_grad()
 def decode_logits(model: Qwen3_5ForCausalLM, ids, *, hidden_states: bool = False,
-                  last_logits_only: bool = False) -> ForwardResult:
+                  last_logits_only: bool = False, prefix: int = 0) -> ForwardResult:
     """Token by token through a `DynamicCache`: the recurrent Gated DeltaNet path.
 
-    The first token starts the cache; every later token is a one-token forward with it.
-    `last_logits_only` keeps the logits of the last position only (big vocabularies)."""
+    The first token starts the cache, or with `prefix` the first `prefix` tokens in one
+    forward (the chunked path, as `generate` prefills a prompt); every later token is a
+    one-token forward with it.  `last_logits_only` keeps the logits of the last position
+    only (big vocabularies)."""
     from transformers import DynamicCache
 
     ids = _as_batch(ids)
     cache = DynamicCache(config=model.config)
     logits, streams = [], []
-    for position in range(ids.shape[1]):
-        step = ids[:, position:position + 1]
+    steps = [(0, max(prefix, 1))] + [(position, position + 1)
+                                     for position in range(max(prefix, 1), ids.shape[1])]
+    for start, end in steps:
+        position = end - 1
+        step = ids[:, start:end]
         if hidden_states:
             out, stream = _residual_stream(model, step, cache=cache, use_cache=True)
             streams.append(stream)
         else:
             out = model(input_ids=step, cache=cache, use_cache=True)
         cache = out.cache
-        if not last_logits_only or position == ids.shape[1] - 1:
+        if not last_logits_only:
             logits.append(out.logits)
+        elif position == ids.shape[1] - 1:
+            logits.append(out.logits[:, -1:])
     stream = None
     if hidden_states:
         stream = tuple(torch.cat(parts, dim=1) for parts in zip(*streams))

@@ -58,9 +58,10 @@ def test_single_step_from_random_state(tiny, seed):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_margins_prefill_and_decode(tmp_path, dtype):
-    """Both DeltaNet paths (one chunked forward; token by token through the cache) put the
-    interpreter's next token first at every trace position, with a logit margin of at least
-    8 (of the 16 the lm_head is built for; measured: fp32 16, bf16 9)."""
+    """Both DeltaNet paths (one chunked forward over prompt and trace; the prompt in one
+    forward and the trace token by token through the cache, the path `generate` takes) put
+    the interpreter's next token first at every trace position, with a logit margin of at
+    least 8 (of the 16 the lm_head is built for; measured: fp32 16, bf16 9)."""
     compiled = compile_to(SPEC, tmp_path, dtype=dtype)
     model = load(tmp_path)
     sim = Simulator(compiled.design)
@@ -68,10 +69,12 @@ def test_margins_prefill_and_decode(tmp_path, dtype):
     prompt = state_prompt(compiled.protocol, simulator_state(sim))
     trace = expected_trace(compiled, sim)
     ids = prompt + trace
-    for path in (prefill_logits, decode_logits):
-        logits = path(model, ids).logits[0, len(prompt) - 1:-1].float()
+    runs = {"prefill": prefill_logits(model, ids),
+            "decode": decode_logits(model, ids, prefix=len(prompt))}
+    for path, run in runs.items():
+        logits = run.logits[0, len(prompt) - 1:-1].float()
         target = torch.tensor(trace)
         right = logits.gather(1, target[:, None])[:, 0]
         other = logits.scatter(1, target[:, None], float("-inf")).amax(1)
-        assert torch.equal(logits.argmax(1), target), path.__name__
-        assert float((right - other).min()) >= 8.0, path.__name__
+        assert torch.equal(logits.argmax(1), target), path
+        assert float((right - other).min()) >= 8.0, path

@@ -79,7 +79,8 @@ def test_every_layer_is_a_noop(dtype):
     ids = torch.randint(0, 40, (3, 11), generator=generator)
     embedded = model.model.embed_tokens(ids)
     for run in (prefill_logits(model, ids, hidden_states=True),
-                decode_logits(model, ids, hidden_states=True)):
+                decode_logits(model, ids, hidden_states=True),
+                decode_logits(model, ids, hidden_states=True, prefix=7)):
         assert len(run.hidden_states) == 5
         for state in run.hidden_states:
             assert torch.equal(state, embedded)
@@ -92,6 +93,9 @@ def test_last_logits_only():
     ids = torch.arange(10).reshape(2, 5)
     assert prefill_logits(model, ids, last_logits_only=True).logits.shape == (2, 1, 40)
     assert decode_logits(model, ids, last_logits_only=True).logits.shape == (2, 1, 40)
+    for prefix in (3, 5):
+        assert decode_logits(model, ids, last_logits_only=True,
+                             prefix=prefix).logits.shape == (2, 1, 40)
 
 
 def test_conv_tap_is_the_current_token():
