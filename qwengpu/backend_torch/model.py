@@ -22,8 +22,8 @@ What "blank" means, parameter by parameter (checked against transformers 5.24):
 
 `prefill_logits` runs one forward over the whole sequence (the chunked DeltaNet path);
 `decode_logits` feeds the tokens one at a time through a cache (the recurrent DeltaNet path and
-`causal_conv1d_update`), after a prefix in one forward where asked.  Both return a `ForwardResult` that can carry per-layer hidden states,
-so tests read residual dims directly.
+`causal_conv1d_update`), after a prefix in one forward where asked.  Both return a
+`ForwardResult` that can carry per-layer hidden states, so tests read residual dims directly.
 """
 
 from __future__ import annotations
@@ -235,10 +235,9 @@ def decode_logits(model: Qwen3_5ForCausalLM, ids, *, hidden_states: bool = False
     ids = _as_batch(ids)
     cache = DynamicCache(config=model.config)
     logits, streams = [], []
-    steps = [(0, max(prefix, 1))] + [(position, position + 1)
-                                     for position in range(max(prefix, 1), ids.shape[1])]
-    for start, end in steps:
-        position = end - 1
+    length = ids.shape[1]
+    bounds = [0, *range(min(max(prefix, 1), length), length + 1)]
+    for start, end in zip(bounds, bounds[1:]):
         step = ids[:, start:end]
         if hidden_states:
             out, stream = _residual_stream(model, step, cache=cache, use_cache=True)
@@ -248,7 +247,7 @@ def decode_logits(model: Qwen3_5ForCausalLM, ids, *, hidden_states: bool = False
         cache = out.cache
         if not last_logits_only:
             logits.append(out.logits)
-        elif position == ids.shape[1] - 1:
+        elif end == length:
             logits.append(out.logits[:, -1:])
     stream = None
     if hidden_states:

@@ -93,7 +93,7 @@ def test_last_logits_only():
     ids = torch.arange(10).reshape(2, 5)
     assert prefill_logits(model, ids, last_logits_only=True).logits.shape == (2, 1, 40)
     assert decode_logits(model, ids, last_logits_only=True).logits.shape == (2, 1, 40)
-    for prefix in (3, 5):
+    for prefix in (3, 5, 9):                       # 9: longer than the ids, all in one forward
         assert decode_logits(model, ids, last_logits_only=True,
                              prefix=prefix).logits.shape == (2, 1, 40)
 

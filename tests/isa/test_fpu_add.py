@@ -5,7 +5,8 @@ r2, rounded to nearest even, subnormals kept, NaN results canonical (0x7FFFFFFF)
 10^5 operand pairs, 10^6 in the extra tier (tests/fpu_helpers.py: uniform bit patterns,
 specials, subnormals, cancellation, rounding ties, overflow) on an instance of
 specs/qwengpu.hdl with 32 lanes (the FPU is per lane; more lanes only check more pairs a
-step), and on hand-picked edge cases on the default machine.  The loader's constant folding (`qwengpu.ptx.fold`) runs the same spec.
+step), and on hand-picked edge cases on the default machine.  The loader's constant folding
+(`qwengpu.ptx.fold`) runs the same spec.
 """
 
 from __future__ import annotations
