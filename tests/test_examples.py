@@ -18,6 +18,7 @@ examples/make_expected.py from the model, never from the machine).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -28,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from qwengpu.ptx.nvcc import NVCC_FLAGS, relative_file_paths
-from tiers import spread_by_default
+from tiers import SPREAD, spread_by_default
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = ROOT / "examples"
@@ -319,13 +320,19 @@ def without_debug_strings(ptx: str) -> str:
                   flags=re.S)
 
 
+@functools.lru_cache(maxsize=1)
+def _nvcc_version() -> str:
+    return subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
-@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+@pytest.mark.parametrize("example", spread_by_default(EXAMPLES, SPREAD, IDS))
 def test_checked_in_ptx_matches_source(example: Path, tmp_path: Path):
     """kernel.ptx is what regen_ptx.sh makes of kernel.cu (same nvcc release only), made here
-    in another folder."""
+    in another folder: every third example by default (nvcc takes about 0.7 s an example),
+    the rest in the extra tier (tests/tiers.py)."""
     checked_in = (example / "kernel.ptx").read_text()
-    version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
+    version = _nvcc_version()
     if _nvcc_release(version) is None or _nvcc_release(version) not in checked_in:
         pytest.skip("the checked-in PTX was made by another nvcc release")
     shutil.copy(example / "kernel.cu", tmp_path / "kernel.cu")

@@ -18,6 +18,9 @@ from typing import Callable, Iterable, Sequence
 import pytest
 
 EXTRA = pytest.mark.extra
+SPREAD = 3
+"""A check spread over every example or file runs every SPREAD-th (or one part in SPREAD)
+by default and the rest in the extra tier."""
 
 
 def by_default(values: Iterable, in_default: Callable[[int], bool],

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tiers import first_by_default
+from tiers import SPREAD, first_by_default
 from ptx_harness import HEADER, M32, run_ptx
 from qwengpu.errors import LaunchError
 from qwengpu.isa import Trap
@@ -180,7 +180,7 @@ def _codes(sources):
     return codes
 
 
-PARTS = 3
+PARTS = SPREAD
 
 
 @pytest.mark.parametrize("part", first_by_default(range(PARTS)))

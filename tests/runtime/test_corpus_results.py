@@ -24,7 +24,7 @@ import pytest
 from functools import lru_cache
 
 from bench_scripts import bench_script
-from tiers import first_by_default
+from tiers import SPREAD, first_by_default
 from runtime_helpers import EXAMPLES_DIR, IDS, ROOT, launch_of
 from qwengpu.runtime.launch import run_launch_sim
 from qwengpu.runtime.machine_state import load_machine
@@ -73,7 +73,7 @@ def test_every_runnable_kernel_passed_on_the_latest_checkpoint(results):
     assert not unfinished, f"an `unfinished` line after the last `ok`: {sorted(unfinished)}"
 
 
-PARTS = 3
+PARTS = SPREAD
 
 
 @pytest.mark.parametrize("part", first_by_default(range(PARTS)))

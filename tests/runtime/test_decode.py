@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tiers import spread_by_default
+from tiers import SPREAD, spread_by_default
 from runtime_helpers import IDS, RUNNABLE, VECTOR_ADD, expected_of, launch_of, sim_result
 from qwengpu.cli import main
 from qwengpu.runtime.decode import decode_launch, read_token_file
@@ -20,7 +20,7 @@ from qwengpu.runtime.prompt import build_prompt
 VECTOR_ADD_DIR = VECTOR_ADD.parent
 
 
-@pytest.mark.parametrize("example", spread_by_default(RUNNABLE, 3, IDS))
+@pytest.mark.parametrize("example", spread_by_default(RUNNABLE, SPREAD, IDS))
 def test_decode_of_encoded_records(example, protocol):
     """Every third example by default, the rest in the extra tier (tests/tiers.py): every
     launch on the model decodes its ids the same way."""
