@@ -51,6 +51,18 @@ def open_page(request, browser, tmp_path):
     yield from page_opener(request, browser, tmp_path)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def nvcc_cache(tmp_path_factory, worker_id):
+    """nvcc's PTX cache (qwengpu.ptx.nvcc_cache) in the run's own folder, shared by its
+    workers and the commands they start, new every run (unless QWENGPU_NVCC_CACHE is set)."""
+    import os
+
+    root = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        root = root.parent
+    os.environ.setdefault("QWENGPU_NVCC_CACHE", str(root / "nvcc_cache"))
+
+
 @pytest.fixture(scope="session")
 def reduced_model(tmp_path_factory, worker_id) -> str:
     """The reduced QwenGPU (one lane, one warp: compile_helpers.REDUCED) compiled with

@@ -13,6 +13,10 @@ nvcc is found, in order: the `NVCC` environment variable; `nvcc` on PATH; the `n
 wheel from PyPI (`pip install nvidia-cuda-nvcc`, or the `nvcc` extra of this package), whose
 binary lies at `site-packages/nvidia/cu13/bin/nvcc` (CUDA 13 wheels) or
 `site-packages/nvidia/cuda_nvcc/bin/nvcc` (CUDA 12 wheels).
+
+The PTX of a source nvcc has already compiled, unchanged with everything it includes, comes
+from a cache instead of a second run (`qwengpu.ptx.nvcc_cache`; `QWENGPU_NVCC_CACHE=off`
+turns it off).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from qwengpu.errors import LaunchError, Location, UserError
+from qwengpu.ptx.nvcc_cache import cache_key, cached_ptx, keep_ptx
 
 NVCC_FLAGS = ("-ptx", "-arch=sm_80", "-O3", "-lineinfo")
 NVCC_TIMEOUT_SECONDS = 300
@@ -78,6 +83,10 @@ def compile_cuda(path: str) -> str:
     source = Path(path)
     if not source.is_file():
         raise LaunchError("CUDA source file not found", Location(path))
+    key = cache_key(nvcc, NVCC_FLAGS, source)
+    kept = cached_ptx(key)
+    if kept is not None:
+        return kept
     with tempfile.TemporaryDirectory(prefix="qwengpu-nvcc-") as scratch:
         output = Path(scratch) / (source.stem + ".ptx")
         command = [nvcc, *NVCC_FLAGS, source.name, "-o", str(output)]
@@ -93,7 +102,9 @@ def compile_cuda(path: str) -> str:
             message = (finished.stderr or finished.stdout).strip() or "no message"
             raise NvccError(f"nvcc failed (exit {finished.returncode}):\n{message}",
                             Location(path))
-        return relative_file_paths(output.read_text(encoding="utf-8"), source.parent.resolve())
+        ptx = relative_file_paths(output.read_text(encoding="utf-8"), source.parent.resolve())
+    keep_ptx(key, ptx)
+    return ptx
 
 
 def relative_file_paths(ptx: str, folder: Path) -> str:

@@ -92,7 +92,7 @@ def test_the_engine_benchmark_on_the_whole_machine(whole_machine, capsys):
     and thread count, each writing the interpreter's trace ("yes"), and exits 0."""
     bench = bench_script("bench_engine")
     capsys.readouterr()
-    assert bench.main(["--model", str(whole_machine), "--new-tokens", "60", "--batches", "1,3",
+    assert bench.main(["--model", str(whole_machine), "--new-tokens", "20", "--batches", "1,3",
                        "--threads", "1,2", "--stock-batches", ""]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()
             if line.startswith("sparse ")]
