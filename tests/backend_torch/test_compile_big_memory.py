@@ -55,17 +55,29 @@ CHASES = [pytest.param(torch.float32, 0, 1000, id="fp32-0"),
           pytest.param(torch.bfloat16, 1, 1000, id="bf16-1", marks=EXTRA)]
 
 
+def chase_from(design, memory: list[int], pointer: int) -> Simulator:
+    sim = Simulator(design)
+    sim.load_memory("mem", memory)
+    sim.set_register("p", pointer)
+    return sim
+
+
 @pytest.mark.parametrize("big_memory, seed, records", CHASES, indirect=["big_memory"])
 def test_pointer_chase(big_memory, seed, records):
-    """In float32 (binary values) and in bfloat16 (one-hot values)."""
+    """In float32 (binary values) and in bfloat16 (one-hot values).  A launch cut to its
+    first records starts from a memory holding only the bytes those records read (the
+    prompt leaves zero words out: seed 0's 407 tokens become 25), asserted to give the same
+    records."""
     compiled, model = big_memory
     rng = random.Random(seed)
     memory, pointer = [rng.getrandbits(8) for _ in range(200)], rng.randrange(256)
-    sim, reference = Simulator(compiled.design), Simulator(compiled.design)
-    for machine in (sim, reference):
-        machine.load_memory("mem", memory)
-        machine.set_register("p", pointer)
-    chase = reference.run(100)[:records]
+    whole = chase_from(compiled.design, memory, pointer).run(100)
+    chase = whole[:records]
+    if len(chase) < len(whole):
+        read = {r["p"] for r in chase}
+        memory = [word if address in read else 0 for address, word in enumerate(memory)]
+        assert chase_from(compiled.design, memory, pointer).run(records) == chase
+    sim = chase_from(compiled.design, memory, pointer)
     pointers = [r["p"] for r in chase]
     assert any(p < 128 for p in pointers) and any(128 <= p < 200 for p in pointers)
     assert any(p >= 200 for p in pointers) or any(r["next"] >= 200 for r in chase)
