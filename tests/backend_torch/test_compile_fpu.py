@@ -87,7 +87,7 @@ def test_stock_transformers_writes_the_same_sums(fpu, prefix):
     """Two pairs a lane (from pair 14 on: eight sums), token by token and after `prefix`
     tokens of the interpreter's trace prefilled; the engine's ids (and llama.cpp's) are
     checked equal inside run_case.  The pairs before 14 are never read: they are left zero,
-    which the prompt leaves out (about 150 tokens rather than 650)."""
+    which the prompt leaves out (106 tokens rather than 654)."""
     compiled, model = fpu
     a, b = operand_pairs(np.random.default_rng(7 + prefix), LANES * PAIRS)
     a, b = a.reshape(LANES, PAIRS), b.reshape(LANES, PAIRS)
