@@ -25,6 +25,10 @@ def test_a_cache_older_than_what_it_calls_is_dropped(tmp_path):
     for path in paths.values():
         path.write_bytes(b"")
     (tmp_path / "kernels.py").write_text("")
+    # times set, not left to the clock: files written a moment apart may or may not share
+    # a timestamp
+    os.utime(tmp_path / "kernels.py", (2_000, 2_000))
+    os.utime(paths["new fused"], (3_000, 3_000))
     for what in ("old fused", "old mixer", "old kernel", "old bytecode"):
         os.utime(paths[what], (1_000, 1_000))
     removed = drop_stale_cache(tmp_path)
