@@ -254,14 +254,17 @@ def test_a_base_token_spelled_like_a_machine_token(made_base, tmp_path, refused)
 
 def test_a_failure_in_the_write_step_leaves_nothing(made_base, tmp_path, refused,
                                                     monkeypatch):
-    """A failure after the weights are written into `.OUT.partial`: that directory goes."""
-    from qwengpu.errors import UserError
+    """The disk full halfway through the first shard written into `.OUT.partial`: a clear
+    error, and that directory goes."""
+    import errno
 
-    def fail(*_args, **_options):
-        raise UserError("the disk is full (a stand-in failure)")
-    monkeypatch.setattr("qwengpu.splice.assemble.extend_tokenizer", fail)
+    def full(tensors, filename, metadata=None):
+        with open(filename, "wb") as file:
+            file.write(b"\0" * 4096)
+        raise OSError(errno.ENOSPC, "No space left on device", filename)
+    monkeypatch.setattr("safetensors.torch.save_file", full)
     err = refused(made_base)
-    assert "write: the spliced checkpoint" in err and "the disk is full" in err
+    assert "write: the spliced checkpoint" in err and "no space left to write the output" in err
 
 
 def test_an_embedding_that_is_not_the_config_s_shape(made_base, tmp_path, refused,
