@@ -17,10 +17,12 @@ checkpoint, where it is installed, or always with `QWENGPU_REQUIRE_LLAMACPP=1`
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from pathlib import Path
 
+import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
@@ -113,6 +115,31 @@ def _load_engine(directory: str, stamp):
     from qwengpu.engine import SparseEngine
 
     return SparseEngine.load(directory)
+
+
+@contextlib.contextmanager
+def engines_read_once():
+    """Inside it, `qwengpu.runtime.model_backend.load_checkpoint_engine` reads a checkpoint's
+    sparse engine once and hands the same one to every later `hdlc run`, benchmark or soak
+    in the process (each launch starts from a new state; the read itself is tested where
+    it is first made, and by the engine's own tests).  One engine is kept at a time."""
+    from qwengpu.runtime import model_backend
+
+    read, kept = model_backend.load_checkpoint_engine, {}
+
+    def read_once(path, device):
+        key = (str(Path(path).resolve()), device)
+        if key not in kept:
+            kept.clear()
+            kept[key] = read(path, device)
+        return kept[key]
+    patch = pytest.MonkeyPatch()
+    patch.setattr(model_backend, "load_checkpoint_engine", read_once)
+    try:
+        yield
+    finally:
+        patch.undo()
+        kept.clear()
 
 
 def run_case(compiled, model, sim: Simulator, prefix: int = 0, max_records: int = 1000):

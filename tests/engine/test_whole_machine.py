@@ -34,6 +34,7 @@ from qwengpu.runtime.launch import load_launch
 from qwengpu.runtime.machine_state import new_simulator
 from qwengpu.runtime.model_backend import generate_greedy, load_checkpoint
 from qwengpu.trace.prompt import simulator_state, state_prompt
+from compile_helpers import engines_read_once
 from readme_job import COMPILE, RUN
 
 pytestmark = pytest.mark.heavy     # one worker runs the heavy files in turn: tests/workers.py
@@ -49,6 +50,13 @@ def whole_machine(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("qwengpu_whole")
     assert main([*COMPILE, "-o", str(directory)]) == 0
     return directory
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_read_once():
+    """The whole machine's sparse engine is read once for the module (about 20 s a read)."""
+    with engines_read_once():
+        yield
 
 
 def expected_of(kernel: str) -> dict:
