@@ -32,6 +32,7 @@ from cooperative_differential import (DoesNotFit, check_case, compare, failure_r
 from cooperative_generator import generate_case
 from cooperative_launch import KERNEL, CooperativeCase
 from fuzz_differential import instruction_lines
+from tiers import first_by_default
 
 FUZZ_KERNELS = 200
 COVERAGE_SEEDS = 1000
@@ -56,7 +57,7 @@ def test_generator_is_deterministic():
     assert generate_case(7).ptx != generate_case(8).ptx
 
 
-@pytest.mark.parametrize("seed", range(FUZZ_KERNELS))
+@pytest.mark.parametrize("seed", first_by_default(range(FUZZ_KERNELS), FUZZ_KERNELS // 2))
 def test_random_cooperative_kernel(seed):
     case = generate_case(seed)
     expected = run_reference(case)           # raises if PTX leaves the result open
@@ -113,8 +114,8 @@ def families(ptx: str) -> set[str]:
 
 
 def test_the_generator_covers_every_family():
-    """Over a thousand seeds (generating is cheap); the default run's 200 miss at most a few
-    rare ones (generic atom.exch, say)."""
+    """Over a thousand seeds (generating is cheap); the 200 the tests run (100 by default,
+    the rest in the extra tier) miss at most a few rare ones (generic atom.exch, say)."""
     seen: set[str] = set()
     single_warp_kernels = 0
     for seed in range(COVERAGE_SEEDS):

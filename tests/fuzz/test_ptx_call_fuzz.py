@@ -17,6 +17,7 @@ import ptx_reference
 from fuzz_differential import check_case, failure_report
 from ptx_call_generator import generate_call_case
 from ptx_generator import FuzzCase
+from tiers import first_by_default
 
 CALL_KERNELS = 120
 HEADER = ".version 9.0\n.target sm_80\n.address_size 64\n\n"
@@ -31,7 +32,7 @@ def test_the_generator_is_deterministic_and_varied():
     assert all("call.uni" in case.ptx for case in cases)
 
 
-@pytest.mark.parametrize("seed", range(CALL_KERNELS))
+@pytest.mark.parametrize("seed", first_by_default(range(CALL_KERNELS), CALL_KERNELS // 2))
 def test_random_kernel_with_calls(seed):
     case = generate_call_case(seed)
     difference = check_case(case)

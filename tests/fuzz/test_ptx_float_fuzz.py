@@ -59,7 +59,8 @@ def _check_or_skip(case: FuzzCase):
         pytest.fail(failure_report(case, difference), pytrace=False)
 
 
-@pytest.mark.parametrize("seed", range(FLOAT_FUZZ_KERNELS))
+@pytest.mark.parametrize("seed", first_by_default(range(FLOAT_FUZZ_KERNELS),
+                                                   FLOAT_FUZZ_KERNELS // 2))
 def test_random_float_kernel(seed):
     _check_or_skip(generate_case(seed, floats=True))
 
