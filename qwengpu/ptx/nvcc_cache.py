@@ -40,7 +40,12 @@ def cache_folder() -> Path | None:
     given = os.environ.get("QWENGPU_NVCC_CACHE")
     if given:
         return None if given == "off" else Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = Path.home() / ".cache"
+        except RuntimeError:                      # no home folder to be found: no cache
+            return None
     return Path(base) / "qwengpu" / "nvcc"
 
 

@@ -88,6 +88,15 @@ def test_a_cache_that_cannot_be_written_is_no_error(runs, tmp_path, monkeypatch)
     assert len(runs) == 2
 
 
+def test_the_folder_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("QWENGPU_NVCC_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_folder() == tmp_path / "qwengpu" / "nvcc"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_folder() == tmp_path / "home" / ".cache" / "qwengpu" / "nvcc"
+
+
 def test_what_the_key_cannot_name_is_not_cached(tmp_path, monkeypatch):
     monkeypatch.delenv("CPATH", raising=False)
     binary = tmp_path / "nvcc"
