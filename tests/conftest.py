@@ -51,16 +51,20 @@ def open_page(request, browser, tmp_path):
     yield from page_opener(request, browser, tmp_path)
 
 
+def run_folder(tmp_path_factory, worker_id):
+    """The run's own temporary folder: shared by its workers, new every run."""
+    root = tmp_path_factory.getbasetemp()
+    return root if worker_id == "master" else root.parent
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nvcc_cache(tmp_path_factory, worker_id):
     """nvcc's PTX cache (qwengpu.ptx.nvcc_cache) in the run's own folder, shared by its
-    workers and the commands they start, new every run (unless QWENGPU_NVCC_CACHE is set)."""
+    workers and the commands they start (unless QWENGPU_NVCC_CACHE is set)."""
     import os
 
-    root = tmp_path_factory.getbasetemp()
-    if worker_id != "master":
-        root = root.parent
-    os.environ.setdefault("QWENGPU_NVCC_CACHE", str(root / "nvcc_cache"))
+    os.environ.setdefault("QWENGPU_NVCC_CACHE",
+                          str(run_folder(tmp_path_factory, worker_id) / "nvcc_cache"))
 
 
 @pytest.fixture(scope="session")
@@ -79,10 +83,7 @@ def reduced_model(tmp_path_factory, worker_id) -> str:
     given = os.environ.get("QWENGPU_REDUCED_MODEL")
     if given:
         return given
-    # the run's own folder: shared by its workers, new every run
-    root = tmp_path_factory.getbasetemp()
-    if worker_id != "master":
-        root = root.parent
+    root = run_folder(tmp_path_factory, worker_id)
     directory, done = root / "qwengpu_reduced", root / "qwengpu_reduced.done"
     with FileLock(str(root / "qwengpu_reduced.lock")):
         if not done.exists():

@@ -86,10 +86,9 @@ def cache_key(nvcc: str, flags: tuple[str, ...], source: Path) -> str | None:
         status = binary.stat()
         digest = hashlib.sha256()
         for part in (str(binary), str(status.st_size), str(status.st_mtime_ns), *flags,
-                     *(os.environ.get(name, "") for name in NVCC_ENVIRONMENT),
-                     str(source.resolve().parent)):
+                     *(os.environ.get(name, "") for name in NVCC_ENVIRONMENT)):
             digest.update(part.encode() + b"\0")
-        for path in sources:
+        for path in sources:              # each file's absolute path (so its folder) too
             digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
     except OSError:
         return None

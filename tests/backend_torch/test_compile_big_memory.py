@@ -45,14 +45,14 @@ def big_memory(request, tmp_path_factory):
 
 
 BF16_RECORDS = 10      # of seed 0's 24: both banks and out-of-range reads among them
-# (dtype, seed, records; 1000, run_case's default, runs the launch to its end): seed 0 in
-# fp32 whole and in bf16 its first BF16_RECORDS by default (bf16 decoding costs three times
-# fp32's), the rest extra
-CHASES = [pytest.param(torch.float32, 0, 1000, id="fp32-0"),
-          pytest.param(torch.float32, 1, 1000, id="fp32-1", marks=EXTRA),
+WHOLE = 1000           # run_case's default record limit: the launch to its end
+# (dtype, seed, records): seed 0 in fp32 whole and in bf16 its first BF16_RECORDS by default
+# (bf16 decoding costs three times fp32's), the rest extra
+CHASES = [pytest.param(torch.float32, 0, WHOLE, id="fp32-0"),
+          pytest.param(torch.float32, 1, WHOLE, id="fp32-1", marks=EXTRA),
           pytest.param(torch.bfloat16, 0, BF16_RECORDS, id=f"bf16-0-first{BF16_RECORDS}"),
-          pytest.param(torch.bfloat16, 0, 1000, id="bf16-0", marks=EXTRA),
-          pytest.param(torch.bfloat16, 1, 1000, id="bf16-1", marks=EXTRA)]
+          pytest.param(torch.bfloat16, 0, WHOLE, id="bf16-0", marks=EXTRA),
+          pytest.param(torch.bfloat16, 1, WHOLE, id="bf16-1", marks=EXTRA)]
 
 
 def chase_from(design, memory: list[int], pointer: int) -> Simulator:

@@ -290,6 +290,6 @@ def test_a_table_with_a_few_float32_rows_is_kept_apart(spliced):
 
     ids = text_ids(base_dir)[:64]
     with torch.no_grad():
-        expected = load(out, True).generate(torch.tensor([ids]), max_new_tokens=8,
+        expected = load(out, options["multimodal"]).generate(torch.tensor([ids]), max_new_tokens=8,
                                             do_sample=False)[0, len(ids):].tolist()
     assert SparseEngine(weights).generate([ids], 8) == [expected]
